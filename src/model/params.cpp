@@ -1,0 +1,71 @@
+// Builds the parameter table from a ModelConfig, in the order of Hugging Face's GPT-2 state dict.
+#include "model/params.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace nanogpt {
+
+ParamTable::ParamTable(const ModelConfig& cfg) {
+  const int64_t C = cfg.n_embd, Vp = cfg.padded_vocab_size(), maxT = cfg.block_size;
+  const float std_base = 0.02f;
+  const float std_proj = 0.02f / std::sqrt(2.0f * static_cast<float>(cfg.n_layer));
+  auto add = [&](std::string name, std::vector<int64_t> shape, float std, bool one = false,
+                 bool transposed = false) {
+    ParamSpec s;
+    s.name = std::move(name);
+    s.shape = std::move(shape);
+    s.decay = s.shape.size() >= 2;
+    s.init_std = std;
+    s.init_one = one;
+    s.transposed_in_hf = transposed;
+    s.numel = 1;
+    for (int64_t d : s.shape) s.numel *= d;
+    s.offset = total_;
+    total_ += (s.numel + 15) / 16 * 16;  // keep each tensor 64-byte aligned in the arena
+    specs_.push_back(std::move(s));
+  };
+  add("wte.weight", {Vp, C}, std_base);
+  add("wpe.weight", {maxT, C}, std_base);
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    add(p + "ln_1.weight", {C}, 0.0f, true);
+    if (cfg.bias) add(p + "ln_1.bias", {C}, 0.0f);
+    add(p + "attn.c_attn.weight", {3 * C, C}, std_base, false, true);
+    if (cfg.bias) add(p + "attn.c_attn.bias", {3 * C}, 0.0f);
+    add(p + "attn.c_proj.weight", {C, C}, std_proj, false, true);
+    if (cfg.bias) add(p + "attn.c_proj.bias", {C}, 0.0f);
+    add(p + "ln_2.weight", {C}, 0.0f, true);
+    if (cfg.bias) add(p + "ln_2.bias", {C}, 0.0f);
+    add(p + "mlp.c_fc.weight", {4 * C, C}, std_base, false, true);
+    if (cfg.bias) add(p + "mlp.c_fc.bias", {4 * C}, 0.0f);
+    add(p + "mlp.c_proj.weight", {C, 4 * C}, std_proj, false, true);
+    if (cfg.bias) add(p + "mlp.c_proj.bias", {C}, 0.0f);
+  }
+  add("ln_f.weight", {C}, 0.0f, true);
+  if (cfg.bias) add("ln_f.bias", {C}, 0.0f);
+}
+
+int64_t ParamTable::num_params_for_mfu() const {
+  int64_t n = 0;
+  for (const auto& s : specs_) {
+    if (s.name != "wpe.weight") n += s.numel;
+  }
+  return n;
+}
+
+const ParamSpec* ParamTable::find(const std::string& name) const {
+  for (const auto& s : specs_) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const ParamSpec& ParamTable::at(const std::string& name) const {
+  const ParamSpec* s = find(name);
+  CHECK(s != nullptr, "no parameter named '{}' in this model", name);
+  return *s;
+}
+
+}  // namespace nanogpt
