@@ -14,7 +14,7 @@ struct ModelConfig {
   int n_head = 12;
   int n_embd = 768;
   int block_size = 1024;
-  int vocab_size = 50304;  // 0 = take it from the dataset's meta.json (or GPT-2's 50257)
+  int vocab_size = 0;  // 0 = from the dataset's meta.json, else GPT-2's 50257
   bool bias = false;
   double dropout = 0.0;
   std::string gelu = "tanh";

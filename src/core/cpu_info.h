@@ -1,0 +1,23 @@
+// What this CPU can do: its model name, the SIMD it has, and its measured peak fp32 FLOP/s (a short
+// FMA probe on all threads, cached per CPU model and thread count), the denominator of MFU.
+#pragma once
+
+#include <string>
+
+namespace nanogpt {
+
+struct PeakFlops {
+  double flops_per_s = 0;  // fp32 FMA peak, all threads
+  int threads = 0;
+  bool from_cache = false;
+};
+
+std::string cpu_model_name();
+// e.g. "avx512f avx512_bf16 fma avx2"
+std::string cpu_simd_features();
+
+// Runs the probe (about 0.3 s) or reads the cached value from cache_dir/peak_flops.json.
+// An empty cache_dir means $XDG_CACHE_HOME/nanogpt or ~/.cache/nanogpt.
+PeakFlops measure_peak_flops(int threads, const std::string& cache_dir = "", bool use_cache = true);
+
+}  // namespace nanogpt
