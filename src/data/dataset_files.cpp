@@ -1,0 +1,37 @@
+// Finding a split's token files in a data directory.
+#include "data/dataset_files.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/check.h"
+
+namespace nanogpt {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> dataset_files(const std::string& data_dir, const std::string& split) {
+  CHECK(fs::is_directory(data_dir),
+        "data directory '{}' does not exist; create it with `nanogpt prepare --out_dir={}`",
+        data_dir, data_dir);
+  const fs::path single = fs::path(data_dir) / (split + ".bin");
+  if (fs::is_regular_file(single)) return {single.string()};
+  std::vector<std::string> shards;
+  for (const auto& entry : fs::directory_iterator(data_dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = entry.path().filename().string();
+    const bool bin = name.size() > 4 && name.ends_with(".bin");
+    if (bin &&
+        (name.starts_with(split + "_") || name.find("_" + split + "_") != std::string::npos)) {
+      shards.push_back(entry.path().string());
+    }
+  }
+  std::sort(shards.begin(), shards.end());
+  CHECK(!shards.empty(),
+        "no {} token files in '{}': expected {}.bin (nanogpt prepare) or llm.c shards named like "
+        "*_{}_000000.bin",
+        split, data_dir, split, split);
+  return shards;
+}
+
+}  // namespace nanogpt

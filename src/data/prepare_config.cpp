@@ -1,0 +1,22 @@
+// PrepareConfig validation.
+#include "data/prepare_config.h"
+
+#include "core/check.h"
+
+namespace nanogpt {
+
+void PrepareConfig::validate() const {
+  CHECK(tokenizer == "char" || tokenizer == "gpt2", "tokenizer = '{}': expected 'char' or 'gpt2'",
+        tokenizer);
+  CHECK(!input.empty(),
+        "input is empty: give text files, .jsonl files or directories, e.g. "
+        "--input=data/tinyshakespeare.txt");
+  CHECK(!out_dir.empty(), "out_dir is empty: say where to write train.bin, val.bin, meta.json");
+  CHECK(val_fraction >= 0.0 && val_fraction < 1.0,
+        "val_fraction = {}: expected 0 <= val_fraction < 1 (e.g. 0.1)", val_fraction);
+  CHECK(format == "nanogpt" || format == "llmc",
+        "format = '{}': expected 'nanogpt' (raw uint16 .bin) or 'llmc' (llm.c shard)", format);
+  CHECK(threads >= 0, "threads = {}: expected >= 0 (0 = all cores)", threads);
+}
+
+}  // namespace nanogpt

