@@ -1,0 +1,84 @@
+// GPT: the GPT-2 model on CPU. Owns the parameter and gradient arenas (ParamTable layout), the
+// activations of the last forward, and runs forward / backward / one-token KV-cache decoding by
+// calling kernels (cpu::) only: one screen of kernel calls per block, no SIMD or threads here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/buffer.h"
+#include "kernels/context.h"
+#include "model/activations.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/params.h"
+#include "model/weights.h"
+
+namespace nanogpt {
+
+class GPT {
+ public:
+  // config is validated. tracker (nullable) is charged for params, grads and activations.
+  explicit GPT(const ModelConfig& config, MemoryTracker* tracker = nullptr);
+
+  const ModelConfig& config() const { return config_; }
+  const ParamTable& table() const { return table_; }
+  // The arenas: table().total_numel() floats, tensor k at table().specs()[k].offset.
+  std::span<float> params() { return {params_.data(), params_.size()}; }
+  std::span<const float> params() const { return {params_.data(), params_.size()}; }
+  std::span<float> grads() { return {grads_.data(), grads_.size()}; }
+  std::span<const float> grads() const { return {grads_.data(), grads_.size()}; }
+
+  // nanoGPT's init (model/init.h) from `seed`.
+  void init_weights(uint64_t seed);
+
+  // inputs, targets (B, T) token ids; targets may be null (no loss), -1 = ignored position.
+  // T <= block_size. Returns the mean loss over non-ignored targets (0 without targets or when
+  // every target is ignored). training: apply dropout (if config.dropout > 0; masks derived from
+  // dropout_seed, distinct per site and layer) and prepare backward. With training && targets the
+  // fused cross-entropy writes dlogits OVER the logits (memory saver), so logits() is not available
+  // after such a call; use training=false (or no targets) to read logits.
+  float forward(KernelContext& ctx, const int* inputs, const int* targets, int B, int T,
+                bool training, uint64_t dropout_seed = 0);
+  // Backward of the last training forward (at most once per forward). Parameter gradients
+  // ACCUMULATE (+=) into grads(), scaled by loss_scale (e.g. 1/grad_accum_steps), so gradient
+  // accumulation over micro-batches is free; call zero_grad() once per optimizer step.
+  void backward(KernelContext& ctx, float loss_scale = 1.0f);
+  void zero_grad() { grads_.zero(); }
+
+  // Logits (B, T, Vp) of the last forward; only the first V columns are meaningful.
+  const float* logits() const;
+  // Per-position losses (B, T) of the last forward with targets (0 at ignored positions).
+  const float* losses() const { return acts_.losses; }
+  int64_t num_valid_targets() const { return num_valid_; }
+
+  // Generation: runs token `token` at position `pos` (0-based, pos <= cache.length(), earlier
+  // positions already in the cache), stores its K, V in the cache (length becomes pos + 1) and
+  // writes logits_out (Vp; only the first V meaningful). O(pos) work per token. No dropout.
+  void forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, float* logits_out);
+
+ private:
+  void check_tokens(const int* tokens, int64_t n, bool allow_ignore, const char* what) const;
+  uint64_t site_seed(int layer, int site) const;
+
+  ModelConfig config_;
+  ParamTable table_;
+  MemoryTracker* tracker_ = nullptr;
+  Buffer<float> params_;  // (total_numel)
+  Buffer<float> grads_;   // (total_numel) same layout
+  ModelWeights w_;        // views into params_
+  ModelWeights g_;        // views into grads_
+  Activations acts_;
+  GradScratch scratch_;
+  // State of the last forward, used by backward.
+  std::vector<int> inputs_;  // (B, T)
+  int B_ = 0, T_ = 0;
+  int64_t num_valid_ = 0;
+  float dropout_p_ = 0.0f;  // dropout actually applied (0 unless training)
+  uint64_t dropout_seed_ = 0;
+  bool backward_ready_ = false;
+  bool logits_valid_ = false;
+};
+
+}  // namespace nanogpt

@@ -1,0 +1,16 @@
+// nanoGPT's weight init driven by the parameter table: N(0, spec.init_std) (0.02, residual c_proj
+// 0.02/sqrt(2L)), LayerNorm weights 1, biases 0. Padded wte rows are drawn like the rest (they
+// never win: loss and softmax ignore columns >= V).
+#pragma once
+
+#include <cstdint>
+
+#include "model/params.h"
+
+namespace nanogpt {
+
+// Fills params (table.total_numel() floats) deterministically from `seed` (core/rng.h Rng), tensor
+// by tensor in table order; alignment padding between tensors is set to 0.
+void init_weights(const ParamTable& table, float* params, uint64_t seed);
+
+}  // namespace nanogpt

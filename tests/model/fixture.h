@@ -1,0 +1,107 @@
+// Reader of the PyTorch reference fixtures (tests/fixtures/torch/*.safetensors, written by
+// make_fixture.py) and a helper that loads their weights into a GPT. Test-only.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "model/gpt.h"
+
+namespace nanogpt::testing {
+
+struct FixtureTensor {
+  std::string dtype;  // "F32", "F64", "I32"
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;
+};
+
+class TorchFixture {
+ public:
+  explicit TorchFixture(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    CHECK(f.good(), "cannot open fixture {}; regenerate with tests/fixtures/torch/make_fixture.py",
+          path);
+    uint64_t n = 0;
+    f.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(n));
+    std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const nlohmann::json j = nlohmann::json::parse(header);
+    for (const auto& [name, v] : j.items()) {
+      if (name == "__metadata__") {
+        for (const auto& [k, s] : v.items()) meta_[k] = s.get<std::string>();
+        continue;
+      }
+      FixtureTensor t;
+      t.dtype = v["dtype"].get<std::string>();
+      t.shape = v["shape"].get<std::vector<int64_t>>();
+      const auto off = v["data_offsets"].get<std::vector<uint64_t>>();
+      CHECK(off[1] <= data.size(), "fixture {}: tensor {} out of bounds", path, name);
+      t.bytes.assign(data.begin() + static_cast<int64_t>(off[0]),
+                     data.begin() + static_cast<int64_t>(off[1]));
+      tensors_[name] = std::move(t);
+    }
+  }
+
+  bool has(const std::string& name) const { return tensors_.count(name) > 0; }
+  const FixtureTensor& tensor(const std::string& name) const {
+    auto it = tensors_.find(name);
+    CHECK(it != tensors_.end(), "fixture has no tensor '{}'", name);
+    return it->second;
+  }
+  template <typename T>
+  std::vector<T> get(const std::string& name, const char* dtype) const {
+    const FixtureTensor& t = tensor(name);
+    CHECK(t.dtype == dtype, "fixture tensor {}: dtype {}, expected {}", name, t.dtype, dtype);
+    std::vector<T> out(t.bytes.size() / sizeof(T));
+    std::memcpy(out.data(), t.bytes.data(), t.bytes.size());
+    return out;
+  }
+  std::vector<float> f32(const std::string& name) const { return get<float>(name, "F32"); }
+  std::vector<double> f64(const std::string& name) const { return get<double>(name, "F64"); }
+  std::vector<int> i32(const std::string& name) const { return get<int>(name, "I32"); }
+
+  int meta_int(const std::string& key) const { return std::stoi(meta_.at(key)); }
+  double meta_double(const std::string& key) const { return std::stod(meta_.at(key)); }
+  const std::string& meta(const std::string& key) const { return meta_.at(key); }
+
+  ModelConfig config() const {
+    ModelConfig c;
+    c.n_layer = meta_int("n_layer");
+    c.n_head = meta_int("n_head");
+    c.n_embd = meta_int("n_embd");
+    c.block_size = meta_int("block_size");
+    c.vocab_size = meta_int("vocab_size");
+    c.bias = meta("bias") == "True";
+    c.gelu = meta("gelu");
+    c.dropout = 0.0;
+    return c;
+  }
+
+  // Copies param/<name> into the model's arena; wte's padded rows V..Vp-1 are set to zero.
+  void load_params(GPT& model) const {
+    std::span<float> arena = model.params();
+    std::fill(arena.begin(), arena.end(), 0.0f);
+    for (const ParamSpec& s : model.table().specs()) {
+      const std::vector<float> v = f32("param/" + s.name);
+      CHECK(static_cast<int64_t>(v.size()) <= s.numel, "param {} too large", s.name);
+      std::copy(v.begin(), v.end(), arena.begin() + s.offset);
+    }
+  }
+
+ private:
+  std::map<std::string, FixtureTensor> tensors_;
+  std::map<std::string, std::string> meta_;
+};
+
+inline std::string fixture_path(const std::string& file) {
+  return std::string(NANOGPT_SOURCE_DIR) + "/tests/fixtures/torch/" + file;
+}
+
+}  // namespace nanogpt::testing
