@@ -1,0 +1,179 @@
+// save_checkpoint / load_checkpoint: files, manifest with checksums, version and architecture
+// checks.
+#include "io/checkpoint.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+
+#include "core/check.h"
+#include "io/file_util.h"
+#include "io/hf_gpt2.h"
+#include "io/safetensors.h"
+
+namespace nanogpt {
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kModel = "model.safetensors";
+constexpr const char* kConfig = "config.json";
+constexpr const char* kOptimizer = "optimizer.safetensors";
+constexpr const char* kState = "state.json";
+constexpr const char* kFormatName = "nanogpt.cpp checkpoint";
+
+nlohmann::json digest_json(const FileDigest& d) {
+  return {{"bytes", d.bytes}, {"crc32c", fmt::format("{:08x}", d.crc32c)}};
+}
+
+nlohmann::json parse_json_file(const std::string& path) {
+  const std::string text = read_text_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail("'{}' is not valid JSON ({})", path, e.what());
+  }
+}
+
+// Reads manifest.json of `dir`, checks format and version, and verifies every listed file (or
+// only `only` when not empty).
+void verify_checkpoint_files(const std::string& dir, const std::string& only = "") {
+  const std::string manifest_path = dir + "/" + kManifest;
+  CHECK(std::filesystem::exists(manifest_path),
+        "'{}' is missing: '{}' is not a complete "
+        "checkpoint (written by an older tool or interrupted?)",
+        manifest_path, dir);
+  const nlohmann::json m = parse_json_file(manifest_path);
+  CHECK(m.is_object() && m.value("format", "") == kFormatName && m.contains("format_version") &&
+            m["format_version"].is_number_integer() && m.contains("files"),
+        "'{}' is not a {} manifest", manifest_path, kFormatName);
+  const int version = m["format_version"].get<int>();
+  CHECK(version <= kCheckpointFormatVersion,
+        "'{}': checkpoint format version {} is newer than "
+        "this build reads (up to {}); update nanogpt.cpp to load it",
+        manifest_path, version, kCheckpointFormatVersion);
+  CHECK(version >= 1, "'{}': invalid checkpoint format version {}", manifest_path, version);
+  for (const char* required : {kModel, kConfig, kOptimizer, kState}) {
+    CHECK(m["files"].contains(required), "'{}' does not list '{}'", manifest_path, required);
+  }
+  for (auto it = m["files"].begin(); it != m["files"].end(); ++it) {
+    if (!only.empty() && it.key() != only) continue;
+    const std::string path = dir + "/" + it.key();
+    CHECK(std::filesystem::exists(path), "checkpoint file '{}' is missing (listed in '{}')", path,
+          manifest_path);
+    const FileDigest d = digest_file(path);
+    const uint64_t bytes = it.value().at("bytes").get<uint64_t>();
+    const std::string crc = it.value().at("crc32c").get<std::string>();
+    CHECK(d.bytes == bytes,
+          "checkpoint file '{}' has {} bytes but the manifest records {} "
+          "(truncated or modified)",
+          path, d.bytes, bytes);
+    CHECK(fmt::format("{:08x}", d.crc32c) == crc,
+          "checkpoint file '{}' is corrupted: CRC-32C "
+          "{:08x}, manifest records {}",
+          path, d.crc32c, crc);
+  }
+}
+
+ModelConfig read_config(const std::string& dir) {
+  const std::string path = dir + "/" + kConfig;
+  return model_config_from_hf_json(parse_json_file(path), path);
+}
+
+// "n_layer: checkpoint 6, expected 4; ..." for the architecture keys that differ; "" if none.
+std::string architecture_diff(const ModelConfig& found, const ModelConfig& expected) {
+  std::vector<std::string> diffs;
+  auto cmp = [&](const char* key, auto a, auto b) {
+    if (a != b) diffs.push_back(fmt::format("{}: checkpoint {}, expected {}", key, a, b));
+  };
+  cmp("n_layer", found.n_layer, expected.n_layer);
+  cmp("n_head", found.n_head, expected.n_head);
+  cmp("n_embd", found.n_embd, expected.n_embd);
+  cmp("block_size", found.block_size, expected.block_size);
+  cmp("vocab_size", found.vocab_size, expected.vocab_size);
+  cmp("bias", found.bias, expected.bias);
+  cmp("gelu", found.gelu, expected.gelu);
+  return fmt::format("{}", fmt::join(diffs, "; "));
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& dir, const ModelConfig& config, const ParamTable& table,
+                     const float* params, const std::vector<ConstStateArena>& optimizer,
+                     const std::map<std::string, std::string>& optimizer_metadata,
+                     const nlohmann::json& state, const CheckpointSaveOptions& options) {
+  AtomicDirWriter writer(dir, kManifest, options.fault_hook);
+  nlohmann::ordered_json files = nlohmann::ordered_json::object();
+
+  files[kModel] = digest_json(write_hf_safetensors(writer.tmp_path(kModel), config, table, params,
+                                                   {{"producer", "nanogpt.cpp"}}));
+  writer.stage(kModel);
+  files[kConfig] =
+      digest_json(write_text_file(writer.tmp_path(kConfig), hf_config_json(config).dump(2) + "\n"));
+  writer.stage(kConfig);
+
+  SafeTensorsWriter opt;
+  std::map<std::string, std::string> meta = optimizer_metadata;
+  std::vector<std::string> names;
+  for (const auto& arena : optimizer) {
+    CHECK(arena.data != nullptr, "save_checkpoint: optimizer state '{}' has no data", arena.name);
+    names.push_back(arena.name);
+    for (const auto& s : table.specs()) {
+      opt.add(arena.name + "." + s.name, s.shape, arena.data + s.offset);
+    }
+  }
+  meta["state_names"] = fmt::format("{}", fmt::join(names, ","));
+  opt.set_metadata(meta);
+  files[kOptimizer] = digest_json(opt.write(writer.tmp_path(kOptimizer)));
+  writer.stage(kOptimizer);
+
+  files[kState] = digest_json(write_text_file(writer.tmp_path(kState), state.dump(2) + "\n"));
+  writer.stage(kState);
+
+  nlohmann::ordered_json manifest = {
+      {"format", kFormatName}, {"format_version", kCheckpointFormatVersion}, {"files", files}};
+  write_text_file(writer.tmp_path(kManifest), manifest.dump(2) + "\n");
+  writer.stage(kManifest);
+  writer.commit();
+}
+
+ModelConfig read_checkpoint_config(const std::string& dir_in) {
+  const std::string dir = resolve_committed_dir(dir_in);
+  verify_checkpoint_files(dir, kConfig);  // the big files are verified by load_checkpoint
+  return read_config(dir);
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir_in, const ModelConfig& expected,
+                                 const ParamTable& table, float* params,
+                                 const std::vector<StateArena>& optimizer) {
+  LoadedCheckpoint out;
+  out.dir = resolve_committed_dir(dir_in);
+  verify_checkpoint_files(out.dir);
+  const ModelConfig found = read_config(out.dir);
+  const std::string diff = architecture_diff(found, expected);
+  CHECK(diff.empty(),
+        "checkpoint '{}' does not match the model config: {} (set these keys to "
+        "the checkpoint's values, or start from scratch)",
+        out.dir, diff);
+
+  SafeTensorsReader model(out.dir + "/" + kModel);
+  read_hf_params(model, expected, table, params);
+
+  SafeTensorsReader opt(out.dir + "/" + kOptimizer);
+  out.optimizer_metadata = opt.metadata();
+  for (const auto& arena : optimizer) {
+    const std::string first = arena.name + "." + table.specs().front().name;
+    CHECK(opt.contains(first),
+          "'{}' holds no optimizer state '{}' (it has: '{}'); was it written "
+          "by a different optimizer?",
+          opt.path(), arena.name,
+          out.optimizer_metadata.count("state_names") ? out.optimizer_metadata["state_names"] : "");
+    for (const auto& s : table.specs()) {
+      opt.read_f32(arena.name + "." + s.name, s.shape, arena.data + s.offset);
+    }
+  }
+  out.state = parse_json_file(out.dir + "/" + kState);
+  return out;
+}
+
+}  // namespace nanogpt

@@ -1,0 +1,60 @@
+// Checkpoint directories: model.safetensors (HF GPT-2 names and layout, loadable by transformers
+// with the config.json beside it), optimizer.safetensors (state arenas per parameter, our layout),
+// state.json (the caller's training state), and manifest.json (format version, size and CRC-32C of
+// every file), written atomically (io/atomic_dir.h) and verified on load.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "io/atomic_dir.h"
+#include "model/params.h"
+
+namespace nanogpt {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+// One optimizer state arena (table.total_numel() floats, parameter layout), e.g. AdamW's "m".
+// Stored as tensors "<name>.<parameter name>" in optimizer.safetensors.
+struct ConstStateArena {
+  std::string name;
+  const float* data = nullptr;
+};
+struct StateArena {
+  std::string name;
+  float* data = nullptr;
+};
+
+struct CheckpointSaveOptions {
+  FaultHook fault_hook;  // tests: fail or crash at a named stage (see atomic_dir.h)
+};
+
+// Writes the checkpoint into `dir` atomically: on any error the previous checkpoint in `dir` stays
+// intact and loadable, and the error names the file. optimizer_metadata is stored as
+// optimizer.safetensors' __metadata__ (e.g. {"optimizer": "adamw", "steps": "120"}).
+void save_checkpoint(const std::string& dir, const ModelConfig& config, const ParamTable& table,
+                     const float* params, const std::vector<ConstStateArena>& optimizer,
+                     const std::map<std::string, std::string>& optimizer_metadata,
+                     const nlohmann::json& state, const CheckpointSaveOptions& options = {});
+
+// The model config a checkpoint was written with (to build the model before loading).
+// Recovers from `<dir>.old` when `dir` is missing. Verifies the manifest and config.json only.
+ModelConfig read_checkpoint_config(const std::string& dir);
+
+struct LoadedCheckpoint {
+  std::string dir;  // where it was read from: `dir`, or `<dir>.old` after an interrupted save
+  nlohmann::json state;
+  std::map<std::string, std::string> optimizer_metadata;
+};
+
+// Verifies every file's size and checksum and the format version, checks that the checkpoint's
+// architecture equals `expected` (naming each differing key), fills params (arena laid out by
+// `table`) and each requested optimizer arena (empty = do not load optimizer state). Throws
+// nanogpt::Error naming the file on any problem.
+LoadedCheckpoint load_checkpoint(const std::string& dir, const ModelConfig& expected,
+                                 const ParamTable& table, float* params,
+                                 const std::vector<StateArena>& optimizer = {});
+
+}  // namespace nanogpt

@@ -1,0 +1,242 @@
+// HF GPT-2 config.json and model.safetensors <-> ModelConfig and our parameter arena.
+#include "io/hf_gpt2.h"
+
+#include <filesystem>
+#include <set>
+
+#include "core/check.h"
+#include "io/transpose.h"
+
+namespace nanogpt {
+namespace {
+
+constexpr const char* kPrefix = "transformer.";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Tensors an HF GPT-2 file may hold that are not parameters of ours.
+bool is_ignorable(const std::string& name, const ModelConfig& config) {
+  if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias")) return true;
+  if (name == "lm_head.weight") return true;
+  if (!config.bias && ends_with(name, ".bias")) return true;
+  return false;
+}
+
+std::string strip_prefix(const std::string& name) {
+  const std::string p = kPrefix;
+  return name.compare(0, p.size(), p) == 0 ? name.substr(p.size()) : name;
+}
+
+template <typename T>
+T json_get(const nlohmann::json& j, const char* key, const std::string& path) {
+  CHECK(j.contains(key), "'{}': missing key '{}'", path, key);
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    fail("'{}': key '{}' has the wrong type (found {})", path, key, j.at(key).dump());
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json hf_config_json(const ModelConfig& config) {
+  nlohmann::ordered_json ours = nlohmann::ordered_json::object();
+  ModelConfig copy = config;
+  copy.visit([&](const char* key, auto& field, const char*) { ours[key] = field; });
+  nlohmann::ordered_json j = {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"n_layer", config.n_layer},
+      {"n_head", config.n_head},
+      {"n_embd", config.n_embd},
+      {"n_positions", config.block_size},
+      {"n_ctx", config.block_size},
+      {"vocab_size", config.padded_vocab_size()},
+      {"activation_function", config.gelu == "exact" ? "gelu" : "gelu_new"},
+      {"layer_norm_epsilon", 1e-5},
+      {"initializer_range", 0.02},
+      {"resid_pdrop", config.dropout},
+      {"embd_pdrop", config.dropout},
+      {"attn_pdrop", config.dropout},
+      {"tie_word_embeddings", true},
+      {"bos_token_id", 50256},
+      {"eos_token_id", 50256},
+      {"torch_dtype", "float32"},
+      {"nanogpt_model_config", ours},
+  };
+  return j;
+}
+
+ModelConfig model_config_from_hf_json(const nlohmann::json& j, const std::string& path) {
+  CHECK(j.is_object(), "'{}': expected a JSON object", path);
+  ModelConfig c;
+  if (j.contains("nanogpt_model_config")) {
+    const auto& ours = j.at("nanogpt_model_config");
+    c.visit([&](const char* key, auto& field, const char*) {
+      using T = std::decay_t<decltype(field)>;
+      CHECK(ours.contains(key), "'{}': nanogpt_model_config lacks '{}'", path, key);
+      try {
+        field = ours.at(key).get<T>();
+      } catch (const nlohmann::json::exception&) {
+        fail("'{}': nanogpt_model_config.{} has the wrong type ({})", path, key,
+             ours.at(key).dump());
+      }
+    });
+    c.validate();
+    return c;
+  }
+  c.n_layer = json_get<int>(j, "n_layer", path);
+  c.n_head = json_get<int>(j, "n_head", path);
+  c.n_embd = json_get<int>(j, "n_embd", path);
+  c.block_size = json_get<int>(j, "n_positions", path);
+  c.vocab_size = json_get<int>(j, "vocab_size", path);
+  c.bias = true;
+  c.dropout = 0.0;
+  const std::string act = j.contains("activation_function")
+                              ? json_get<std::string>(j, "activation_function", path)
+                              : "gelu_new";
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") {
+    c.gelu = "tanh";
+  } else if (act == "gelu") {
+    c.gelu = "exact";
+  } else {
+    fail("'{}': activation_function '{}' is not supported (expected gelu_new or gelu)", path, act);
+  }
+  if (j.contains("layer_norm_epsilon")) {
+    const double eps = json_get<double>(j, "layer_norm_epsilon", path);
+    CHECK(std::abs(eps - 1e-5) < 1e-9,
+          "'{}': layer_norm_epsilon {} is not supported (our "
+          "LayerNorm uses 1e-5)",
+          path, eps);
+  }
+  c.validate();
+  return c;
+}
+
+FileDigest write_hf_safetensors(const std::string& path, const ModelConfig& config,
+                                const ParamTable& table, const float* params,
+                                const std::map<std::string, std::string>& metadata) {
+  SafeTensorsWriter w;
+  std::map<std::string, std::string> meta = metadata;
+  meta["format"] = "pt";
+  w.set_metadata(meta);
+  for (const auto& s : table.specs()) {
+    const float* data = params + s.offset;
+    if (s.transposed_in_hf) {
+      w.add_transposed(s.name, s.shape[0], s.shape[1], data);  // ours (out, in) -> HF (in, out)
+    } else {
+      w.add(s.name, s.shape, data);
+    }
+    // GPT-2 in transformers always has biases: write zeros after each weight that lacks one.
+    if (!config.bias && ends_with(s.name, ".weight") && s.name != "wte.weight" &&
+        s.name != "wpe.weight") {
+      const std::string bias = s.name.substr(0, s.name.size() - 6) + "bias";
+      const int64_t n = s.transposed_in_hf ? s.shape[0] : s.shape.back();
+      w.add_zeros(bias, {n});
+    }
+  }
+  return w.write(path);
+}
+
+void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
+                    const ParamTable& table, float* params) {
+  // Map our names to the file's (with or without "transformer.").
+  std::map<std::string, std::string> by_ours;
+  for (const auto& [name, info] : file.tensors()) {
+    const std::string ours = strip_prefix(name);
+    CHECK(by_ours.emplace(ours, name).second,
+          "'{}': tensor '{}' appears twice (with and without "
+          "the 'transformer.' prefix)",
+          file.path(), ours);
+  }
+  std::set<std::string> used;
+  std::vector<float> tmp;
+  for (const auto& s : table.specs()) {
+    auto it = by_ours.find(s.name);
+    CHECK(it != by_ours.end(),
+          "'{}': missing tensor '{}' (model config: n_layer={}, bias={}); "
+          "is this a GPT-2 file matching the config?",
+          file.path(), s.name, config.n_layer, config.bias ? "True" : "False");
+    used.insert(it->first);
+    const std::string& fname = it->second;
+    float* dst = params + s.offset;
+    if (s.name == "wte.weight") {
+      const auto& info = file.info(fname);
+      const int64_t C = s.shape[1], Vp = s.shape[0];
+      CHECK(info.shape.size() == 2 && info.shape[1] == C && info.shape[0] >= config.vocab_size &&
+                info.shape[0] <= Vp,
+            "'{}': tensor '{}' has shape {} but the model expects [{} .. {}, {}] (vocab_size {} "
+            "padded to {}, n_embd {})",
+            file.path(), fname, shape_string(info.shape), config.vocab_size, Vp, C,
+            config.vocab_size, Vp, C);
+      file.read_f32(fname, info.shape, dst);
+      std::fill(dst + info.shape[0] * C, dst + Vp * C, 0.0f);
+    } else if (s.transposed_in_hf) {
+      const int64_t out = s.shape[0], in = s.shape[1];
+      tmp.resize(static_cast<size_t>(s.numel));
+      file.read_f32(fname, {in, out}, tmp.data());         // HF (in, out)
+      transpose_tiled(dst, in, tmp.data(), out, in, out);  // -> ours (out, in)
+    } else {
+      file.read_f32(fname, s.shape, dst);
+    }
+  }
+  for (const auto& [ours, name] : by_ours) {
+    CHECK(used.count(ours) || is_ignorable(ours, config),
+          "'{}': unexpected tensor '{}' for a model with n_layer={}, bias={} (does the config "
+          "match the file?)",
+          file.path(), name, config.n_layer, config.bias ? "True" : "False");
+  }
+}
+
+LoadedModel load_hf_gpt2(const std::string& model_path, const std::string& config_path) {
+  namespace fs = std::filesystem;
+  SafeTensorsReader file(model_path);
+  std::string cfg_path = config_path;
+  if (cfg_path.empty()) {
+    fs::path beside = fs::path(model_path).parent_path() / "config.json";
+    if (fs::exists(beside)) cfg_path = beside.string();
+  }
+  ModelConfig config;
+  if (!cfg_path.empty()) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_text_file(cfg_path));
+    } catch (const nlohmann::json::exception& e) {
+      fail("'{}': not valid JSON ({})", cfg_path, e.what());
+    }
+    config = model_config_from_hf_json(j, cfg_path);
+  } else {  // infer from the tensors
+    auto find = [&](const std::string& n) -> const SafeTensorInfo& {
+      return file.contains(n) ? file.info(n) : file.info(kPrefix + n);
+    };
+    const auto& wte = find("wte.weight");
+    const auto& wpe = find("wpe.weight");
+    CHECK(wte.shape.size() == 2 && wpe.shape.size() == 2, "'{}': wte/wpe are not matrices",
+          model_path);
+    config.vocab_size = static_cast<int>(wte.shape[0]);
+    config.n_embd = static_cast<int>(wte.shape[1]);
+    config.block_size = static_cast<int>(wpe.shape[0]);
+    CHECK(config.n_embd % 64 == 0,
+          "'{}': n_embd {} is not a multiple of 64, so n_head cannot be "
+          "inferred; pass its config.json",
+          model_path, config.n_embd);
+    config.n_head = config.n_embd / 64;
+    int layers = 0;
+    while (file.contains("h." + std::to_string(layers) + ".ln_1.weight") ||
+           file.contains(kPrefix + ("h." + std::to_string(layers) + ".ln_1.weight"))) {
+      ++layers;
+    }
+    config.n_layer = layers;
+    config.bias = file.contains("h.0.ln_1.bias") || file.contains("transformer.h.0.ln_1.bias");
+    config.validate();
+  }
+  const ParamTable table(config);
+  LoadedModel m{config, Buffer<float>(static_cast<size_t>(table.total_numel()))};
+  read_hf_params(file, config, table, m.params.data());
+  return m;
+}
+
+}  // namespace nanogpt

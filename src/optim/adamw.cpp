@@ -1,0 +1,104 @@
+// AdamW's fused update: one pass per tensor inside one OpenMP region, each thread updating a
+// contiguous slice. AVX-512 path with masked tails (GCC will not vectorize std::sqrt without
+// -fno-math-errno), scalar fallback elsewhere; results do not depend on the thread count.
+#include "optim/adamw.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace nanogpt {
+namespace {
+
+struct AdamWScalars {
+  float b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, keep, step_size;
+};
+
+// p, g, m, v: (n) slices of one tensor.
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& k) {
+#if defined(__AVX512F__)
+  const __m512 b1 = _mm512_set1_ps(k.b1), omb1 = _mm512_set1_ps(k.one_minus_b1);
+  const __m512 b2 = _mm512_set1_ps(k.b2), omb2 = _mm512_set1_ps(k.one_minus_b2);
+  const __m512 bc2 = _mm512_set1_ps(k.bc2_sqrt), eps = _mm512_set1_ps(k.eps);
+  const __m512 keep = _mm512_set1_ps(k.keep), step = _mm512_set1_ps(k.step_size);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mask =
+        n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 gi = _mm512_maskz_loadu_ps(mask, g + i);
+    const __m512 mi =
+        _mm512_fmadd_ps(omb1, gi, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, m + i), b1));
+    const __m512 vi = _mm512_fmadd_ps(omb2, _mm512_mul_ps(gi, gi),
+                                      _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, v + i), b2));
+    _mm512_mask_storeu_ps(m + i, mask, mi);
+    _mm512_mask_storeu_ps(v + i, mask, vi);
+    const __m512 denom = _mm512_add_ps(
+        _mm512_div_ps(_mm512_maskz_sqrt_ps(static_cast<__mmask16>(0xFFFF), vi), bc2), eps);
+    const __m512 pi = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, p + i), keep);
+    _mm512_mask_storeu_ps(p + i, mask, _mm512_fnmadd_ps(step, _mm512_div_ps(mi, denom), pi));
+  }
+#else
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] * k.b1 + k.one_minus_b1 * gi;
+    const float vi = v[i] * k.b2 + k.one_minus_b2 * (gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = std::sqrt(vi) / k.bc2_sqrt + k.eps;
+    p[i] = p[i] * k.keep - k.step_size * (mi / denom);
+  }
+#endif
+}
+
+}  // namespace
+
+AdamW::AdamW(const ParamTable& table, double beta1, double beta2, double weight_decay, double eps,
+             MemoryTracker* tracker)
+    : table_(table),
+      beta1_(beta1),
+      beta2_(beta2),
+      weight_decay_(weight_decay),
+      eps_(eps),
+      m_(static_cast<size_t>(table.total_numel()), tracker),
+      v_(static_cast<size_t>(table.total_numel()), tracker) {}
+
+void AdamW::step(float* params, const float* grads, double lr) {
+  const int64_t t = ++steps_;
+  AdamWScalars k{};
+  k.b1 = static_cast<float>(beta1_);
+  k.one_minus_b1 = static_cast<float>(1.0 - beta1_);
+  k.b2 = static_cast<float>(beta2_);
+  k.one_minus_b2 = static_cast<float>(1.0 - beta2_);
+  k.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2_, static_cast<double>(t))));
+  k.eps = static_cast<float>(eps_);
+  k.step_size = static_cast<float>(lr / (1.0 - std::pow(beta1_, static_cast<double>(t))));
+  const float decay_factor = static_cast<float>(1.0 - lr * weight_decay_);
+  const auto& specs = table_.specs();
+  float* m_all = m_.data();
+  float* v_all = v_.data();
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    AdamWScalars local = k;
+    for (const auto& s : specs) {
+      local.keep = s.decay ? decay_factor : 1.0f;
+      // This thread's slice of the tensor, in multiples of 16 elements.
+      const int64_t chunk = ((s.numel + nt - 1) / nt + 15) / 16 * 16;
+      const int64_t begin = std::min(s.numel, tid * chunk);
+      const int64_t end = std::min(s.numel, begin + chunk);
+      const int64_t off = s.offset + begin;
+      adamw_update(params + off, grads + off, m_all + off, v_all + off, end - begin, local);
+    }
+  }
+}
+
+std::vector<OptimizerStateTensor> AdamW::state_tensors() {
+  return {{"m", m_.data(), static_cast<int64_t>(m_.size())},
+          {"v", v_.data(), static_cast<int64_t>(v_.size())}};
+}
+
+}  // namespace nanogpt

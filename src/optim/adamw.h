@@ -1,0 +1,30 @@
+// AdamW with PyTorch's semantics (torch.optim.AdamW): decoupled weight decay p -= lr*wd*p applied
+// only to tensors with decay=true, bias-corrected moments, eps 1e-8 added after sqrt(v_hat).
+// One fused, vectorized, OpenMP pass over each tensor; moments m, v live in the parameter layout.
+#pragma once
+
+#include "core/buffer.h"
+#include "optim/optimizer.h"
+
+namespace nanogpt {
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(const ParamTable& table, double beta1, double beta2, double weight_decay, double eps = 1e-8,
+        MemoryTracker* tracker = nullptr);
+
+  // t = ++steps; for each element (PyTorch's order of operations):
+  //   p *= 1 - lr*wd (decay tensors only); m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+  //   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+  void step(float* params, const float* grads, double lr) override;
+  std::string name() const override { return "adamw"; }
+  std::vector<OptimizerStateTensor> state_tensors() override;
+
+ private:
+  ParamTable table_;
+  double beta1_, beta2_, weight_decay_, eps_;
+  Buffer<float> m_;  // (total_numel) first moments
+  Buffer<float> v_;  // (total_numel) second moments
+};
+
+}  // namespace nanogpt

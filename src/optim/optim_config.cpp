@@ -1,0 +1,35 @@
+// OptimConfig validation.
+#include "optim/optim_config.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace nanogpt {
+
+void OptimConfig::validate() const {
+  CHECK(optimizer == "adamw" || optimizer == "sgd", "optimizer = '{}': expected 'adamw' or 'sgd'",
+        optimizer);
+  CHECK(std::isfinite(learning_rate) && learning_rate >= 0.0,
+        "learning_rate = {}: expected a finite value >= 0 (e.g. 6e-4)", learning_rate);
+  CHECK(std::isfinite(min_lr) && min_lr >= 0.0,
+        "min_lr = {}: expected a finite value >= 0 (e.g. learning_rate / 10)", min_lr);
+  CHECK(std::isfinite(weight_decay) && weight_decay >= 0.0,
+        "weight_decay = {}: expected >= 0 (e.g. 0.1)", weight_decay);
+  CHECK(beta1 >= 0.0 && beta1 < 1.0, "beta1 = {}: expected 0 <= beta1 < 1 (e.g. 0.9)", beta1);
+  CHECK(beta2 >= 0.0 && beta2 < 1.0, "beta2 = {}: expected 0 <= beta2 < 1 (e.g. 0.95)", beta2);
+  CHECK(momentum >= 0.0 && momentum < 1.0, "momentum = {}: expected 0 <= momentum < 1", momentum);
+  CHECK(std::isfinite(grad_clip) && grad_clip >= 0.0,
+        "grad_clip = {}: expected >= 0 (0 turns clipping off)", grad_clip);
+  CHECK(lr_schedule == "cosine" || lr_schedule == "linear" || lr_schedule == "constant",
+        "lr_schedule = '{}': expected 'cosine', 'linear' or 'constant'", lr_schedule);
+  CHECK(warmup_iters >= 0, "warmup_iters = {}: expected >= 0", warmup_iters);
+  if (decay_lr && lr_schedule != "constant") {
+    CHECK(lr_decay_iters >= warmup_iters,
+          "lr_decay_iters = {} is less than warmup_iters = {}: the decay must end after warmup "
+          "(set lr_decay_iters to about max_iters)",
+          lr_decay_iters, warmup_iters);
+  }
+}
+
+}  // namespace nanogpt

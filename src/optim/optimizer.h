@@ -1,0 +1,43 @@
+// Optimizer: the interface the trainer steps (AdamW, SGD), with its state exposed as named arenas
+// in the parameter layout for checkpointing, and the factory from OptimConfig.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/memory.h"
+#include "model/params.h"
+#include "optim/optim_config.h"
+
+namespace nanogpt {
+
+// A view of one state arena: table.total_numel() floats, tensor k at specs()[k].offset.
+struct OptimizerStateTensor {
+  std::string name;  // "m", "v" (AdamW) or "momentum" (SGD)
+  float* data = nullptr;
+  int64_t numel = 0;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update of every tensor of the table. params, grads: arenas of table.total_numel() floats.
+  virtual void step(float* params, const float* grads, double lr) = 0;
+  virtual std::string name() const = 0;
+  // Views of the state arenas (valid while the optimizer lives); fill them to restore a checkpoint.
+  virtual std::vector<OptimizerStateTensor> state_tensors() = 0;
+  // Number of step() calls so far (AdamW's bias correction uses it); restore with set_steps.
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+
+ protected:
+  int64_t steps_ = 0;
+};
+
+// AdamW or SGD per config.optimizer (validated). State buffers are zeroed and sized for `table`.
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const ParamTable& table,
+                                          MemoryTracker* tracker = nullptr);
+
+}  // namespace nanogpt
