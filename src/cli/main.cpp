@@ -1,7 +1,92 @@
-// nanogpt: the one binary. Dispatches `nanogpt <command> [config files...] [--key=value ...]`.
-#include <cstdio>
+// nanogpt: the one binary. `nanogpt <command> [config files...] [--key=value ...]`; dispatches to
+// the subcommands in this folder and turns nanogpt::Error into a clear message and exit code 1.
+#include <fmt/format.h>
 
-int main() {
-  std::puts("nanogpt: under construction");
-  return 0;
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/check.h"
+
+namespace nanogpt::cli {
+namespace {
+
+struct Command {
+  std::function<int(const Args&)> run;
+  std::function<std::string()> help;
+  const char* summary;
+};
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> table = {
+      {"prepare", {prepare_command, prepare_help, "tokenize a corpus once into token files"}},
+      {"train", {train_command, train_help, "train (or resume, or finetune) a GPT"}},
+      {"sample", {sample_command, sample_help, "generate text from a checkpoint"}},
+      {"export", {export_command, export_help, "write a checkpoint as an llm.c model file"}},
+  };
+  return table;
+}
+
+void print_usage() {
+  std::string text =
+      "nanogpt: train GPT models on the CPU (nanoGPT / llm.c compatible)\n\n"
+      "usage: nanogpt <command> [config files...] [--key=value ...]\n"
+      "       nanogpt help <command>      every key of a command: type, default, meaning\n\n"
+      "commands:\n";
+  for (const auto& [name, cmd] : commands()) text += fmt::format("  {:<9} {}\n", name, cmd.summary);
+  text +=
+      "\nConfig files are nanoGPT-style Python assignments (see config/); --key=value overrides\n"
+      "apply left to right after them. Example:\n"
+      "  nanogpt prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt "
+      "--out_dir=data/shakespeare_char\n"
+      "  nanogpt train config/train_shakespeare_char_cpu.py\n"
+      "  nanogpt sample --out_dir=out-shakespeare-char-cpu\n";
+  std::fputs(text.c_str(), stdout);
+}
+
+int run(int argc, char** argv) {
+  Args args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    print_usage();
+    return args.empty() ? 2 : 0;
+  }
+  std::string name = args[0];
+  Args rest(args.begin() + 1, args.end());
+  if (name == "help") {
+    if (rest.empty()) {
+      print_usage();
+      return 0;
+    }
+    name = rest[0];
+    auto it = commands().find(name);
+    CHECK(it != commands().end(), "unknown command '{}' (try: nanogpt --help)", name);
+    std::fputs(it->second.help().c_str(), stdout);
+    return 0;
+  }
+  auto it = commands().find(name);
+  CHECK(it != commands().end(), "unknown command '{}'. Commands: prepare, train, sample, export "
+        "(nanogpt --help)", name);
+  if (wants_help(rest)) {
+    std::fputs(it->second.help().c_str(), stdout);
+    return 0;
+  }
+  return it->second.run(rest);
+}
+
+}  // namespace
+}  // namespace nanogpt::cli
+
+int main(int argc, char** argv) {
+  try {
+    return nanogpt::cli::run(argc, argv);
+  } catch (const nanogpt::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }

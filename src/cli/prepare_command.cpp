@@ -1,0 +1,28 @@
+// `nanogpt prepare`: tokenize a corpus once into train.bin / val.bin / meta.json.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/config.h"
+#include "data/prepare.h"
+#include "data/prepare_config.h"
+
+namespace nanogpt::cli {
+
+std::string prepare_help() {
+  return "usage: nanogpt prepare --tokenizer=char|gpt2 --input=PATH[,PATH...] --out_dir=DIR "
+         "[--val_fraction=0.1] [--format=nanogpt|llmc]\n"
+         "Inputs: text files, directories of text files (recursive, sorted), .jsonl files with a\n"
+         "\"text\" field; each file or JSONL line is one document. Keys:\n" +
+         format_keys_help(describe_keys<PrepareConfig>());
+}
+
+int prepare_command(const Args& args) {
+  PrepareConfig config;
+  apply_assignments(config, parse_command_line(args));
+  config.validate();
+  PrepareReport report = run_prepare(config);
+  fmt::print("{}", report.summary());
+  return 0;
+}
+
+}  // namespace nanogpt::cli

@@ -1,0 +1,28 @@
+// `nanogpt train`: parse the TrainConfig from config files and overrides, print it, run training.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/config.h"
+#include "train/train_config.h"
+#include "train/trainer.h"
+
+namespace nanogpt::cli {
+
+std::string train_help() {
+  return "usage: nanogpt train [config files...] [--key=value ...]\n"
+         "Trains a GPT like nanoGPT's train.py (same keys). Writes out_dir/ckpt (checkpoint) and\n"
+         "out_dir/metrics.jsonl. Keys:\n" +
+         format_keys_help(describe_keys<TrainConfig>());
+}
+
+int train_command(const Args& args) {
+  TrainConfig config;
+  apply_assignments(config, parse_command_line(args));
+  config.validate();
+  fmt::print("effective config:\n{}\n", format_config(config));
+  std::fflush(stdout);
+  run_training(config);
+  return 0;
+}
+
+}  // namespace nanogpt::cli

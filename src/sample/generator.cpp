@@ -1,0 +1,73 @@
+// Generation loops with and without the KV cache.
+#include "sample/generator.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "model/kv_cache.h"
+
+namespace nanogpt {
+
+namespace {
+
+std::vector<int> generate_cached(GPT& model, KernelContext& ctx, std::vector<int> ids,
+                                 TokenSampler& sampler, Rng& rng, const GenerateOptions& opt,
+                                 const std::function<void(int)>& on_token) {
+  const ModelConfig& cfg = model.config();
+  const int maxT = cfg.block_size;
+  const int V = cfg.vocab_size;
+  KvCache cache(cfg, maxT);
+  std::vector<float> logits(cfg.padded_vocab_size());
+  // Feeds ids[from..] into the cache (positions 0..), leaving the logits of the last one.
+  auto prefill = [&](size_t from) {
+    cache.clear();
+    for (size_t i = from; i < ids.size(); ++i) {
+      model.forward_one(ctx, cache, ids[i], static_cast<int>(i - from), logits.data());
+    }
+  };
+  size_t window_start = ids.size() > static_cast<size_t>(maxT) ? ids.size() - maxT : 0;
+  prefill(window_start);
+  for (int n = 0; n < opt.max_new_tokens; ++n) {
+    int next = sampler.sample(logits.data(), V, rng);
+    ids.push_back(next);
+    if (on_token) on_token(next);
+    if (next == opt.stop_token || n + 1 == opt.max_new_tokens) break;
+    if (cache.length() == maxT) {  // context full: keep the last half block and go on
+      window_start = ids.size() - std::max(1, maxT / 2);
+      prefill(window_start);
+    } else {
+      model.forward_one(ctx, cache, next, cache.length(), logits.data());
+    }
+  }
+  return ids;
+}
+
+std::vector<int> generate_full(GPT& model, KernelContext& ctx, std::vector<int> ids,
+                               TokenSampler& sampler, Rng& rng, const GenerateOptions& opt,
+                               const std::function<void(int)>& on_token) {
+  const ModelConfig& cfg = model.config();
+  const int Vp = cfg.padded_vocab_size();
+  for (int n = 0; n < opt.max_new_tokens; ++n) {
+    size_t start = ids.size() > static_cast<size_t>(cfg.block_size) ? ids.size() - cfg.block_size : 0;
+    std::vector<int> window(ids.begin() + static_cast<std::ptrdiff_t>(start), ids.end());
+    int T = static_cast<int>(window.size());
+    model.forward(ctx, window.data(), nullptr, 1, T, /*training=*/false);
+    int next = sampler.sample(model.logits() + static_cast<int64_t>(T - 1) * Vp, cfg.vocab_size, rng);
+    ids.push_back(next);
+    if (on_token) on_token(next);
+    if (next == opt.stop_token) break;
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::vector<int> generate(GPT& model, KernelContext& ctx, const std::vector<int>& prompt,
+                          TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
+                          const std::function<void(int)>& on_token) {
+  CHECK(!prompt.empty(), "the prompt is empty: give at least one token (e.g. --start='\\n')");
+  if (options.use_kv_cache) return generate_cached(model, ctx, prompt, sampler, rng, options, on_token);
+  return generate_full(model, ctx, prompt, sampler, rng, options, on_token);
+}
+
+}  // namespace nanogpt

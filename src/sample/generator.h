@@ -1,0 +1,28 @@
+// Autoregressive generation from a GPT: with a KV cache (each new token costs O(T): one
+// forward_one) or without (a full forward over the last block_size tokens per new token, as
+// nanoGPT's generate does). When the context fills, the cached path re-reads the last half
+// block into a fresh cache and continues.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/rng.h"
+#include "kernels/context.h"
+#include "model/gpt.h"
+#include "sample/token_sampler.h"
+
+namespace nanogpt {
+
+struct GenerateOptions {
+  int max_new_tokens = 100;
+  bool use_kv_cache = true;
+  int stop_token = -1;  // >= 0: stop after generating it
+};
+
+// Returns prompt + generated ids. on_token (may be empty) is called with each new id as it comes.
+std::vector<int> generate(GPT& model, KernelContext& ctx, const std::vector<int>& prompt,
+                          TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
+                          const std::function<void(int)>& on_token = {});
+
+}  // namespace nanogpt

@@ -1,0 +1,42 @@
+// Honest numbers for a training run: nanoGPT's MFU formula against the measured peak of this
+// machine, and the machine-readable log out_dir/metrics.jsonl (one JSON object per line, floats
+// written with round-trip precision so two runs can be compared bit for bit).
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/model_config.h"
+
+namespace nanogpt {
+
+// nanoGPT's estimate: flops per token = 6N + 12*L*H*Q*T, N = parameters without wpe,
+// Q = head size, T = block_size. Per iteration: x tokens processed (B*T*accum).
+double flops_per_token(const ModelConfig& config, int64_t num_params_no_wpe);
+
+// Model FLOPs utilization in [0, 1]: flops_per_token * tokens / seconds / peak.
+double model_flops_utilization(double flops_per_token, double tokens, double seconds,
+                               double peak_flops);
+
+// Appends JSON lines to a file, flushing each so a crash loses at most the line being written.
+class MetricsLog {
+ public:
+  MetricsLog() = default;
+  // append=false truncates (fresh run); append=true continues (resume).
+  MetricsLog(const std::string& path, bool append);
+  void write(const nlohmann::ordered_json& record);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+// "12.3 MiB", "1.20 GiB".
+std::string format_bytes(int64_t bytes);
+// "1m 05s", "2h 03m".
+std::string format_duration(double seconds);
+
+}  // namespace nanogpt

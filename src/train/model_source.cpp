@@ -1,0 +1,39 @@
+// Loading weights for inference from a checkpoint or a weights file.
+#include "train/model_source.h"
+
+#include <filesystem>
+
+#include "core/check.h"
+#include "io/checkpoint.h"
+#include "io/hf_gpt2.h"
+#include "io/llmc_model.h"
+#include "model/params.h"
+#include "train/trainer.h"
+
+namespace nanogpt {
+
+ModelSource load_model_source(const std::string& init_from, const std::string& out_dir) {
+  ModelSource src;
+  if (init_from == "resume") {
+    std::string dir = checkpoint_dir_of(out_dir);
+    src.config = read_checkpoint_config(dir);
+    ParamTable table(src.config);
+    src.params = Buffer<float>(static_cast<size_t>(table.total_numel()));
+    LoadedCheckpoint ck = load_checkpoint(dir, src.config, table, src.params.data());
+    src.state = ck.state;
+    src.origin = ck.dir;
+    return src;
+  }
+  CHECK(std::filesystem::exists(init_from),
+        "init_from = '{}': expected 'resume' or a path to an existing HF model.safetensors or "
+        "llm.c model .bin",
+        init_from);
+  bool hf = init_from.size() >= 12 && init_from.substr(init_from.size() - 12) == ".safetensors";
+  LoadedModel loaded = hf ? load_hf_gpt2(init_from) : load_llmc_model(init_from);
+  src.config = loaded.config;
+  src.params = std::move(loaded.params);
+  src.origin = init_from;
+  return src;
+}
+
+}  // namespace nanogpt

@@ -1,0 +1,32 @@
+// TrainConfig validation: each message names the key, the value and what to change.
+#include "train/train_config.h"
+
+#include "core/check.h"
+
+namespace nanogpt {
+
+void TrainConfig::validate() const {
+  CHECK(batch_size >= 1, "batch_size = {}: expected >= 1", batch_size);
+  CHECK(gradient_accumulation_steps >= 1, "gradient_accumulation_steps = {}: expected >= 1",
+        gradient_accumulation_steps);
+  CHECK(max_iters >= 0, "max_iters = {}: expected >= 0", max_iters);
+  CHECK(eval_interval >= 1, "eval_interval = {}: expected >= 1", eval_interval);
+  CHECK(log_interval >= 1, "log_interval = {}: expected >= 1", log_interval);
+  CHECK(eval_iters >= 1, "eval_iters = {}: expected >= 1", eval_iters);
+  CHECK(threads >= 0, "threads = {}: expected >= 0 (0 = all cores)", threads);
+  CHECK(data_mode == "preload" || data_mode == "mmap",
+        "data_mode = '{}': expected 'preload' or 'mmap'", data_mode);
+  CHECK(sampling == "random" || sampling == "sequential",
+        "sampling = '{}': expected 'random' or 'sequential'", sampling);
+  CHECK(dtype == "float32",
+        "dtype = '{}': only 'float32' is available in this build (bfloat16 and float16 come with "
+        "the mixed-precision work); use --dtype=float32",
+        dtype);
+  CHECK(!out_dir.empty(), "out_dir is empty: give a directory such as --out_dir=out");
+  ModelConfig shape = model;
+  if (shape.vocab_size == 0) shape.vocab_size = 1;  // resolved later from the dataset
+  shape.validate();
+  optim.validate();
+}
+
+}  // namespace nanogpt

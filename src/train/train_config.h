@@ -1,0 +1,84 @@
+// TrainConfig: every key of `nanogpt train` (nanoGPT's names and defaults), with the model and
+// optimizer keys nested in. Each key is declared once in visit(): parsing, --help, printing the
+// effective config and saving it into checkpoints all come from that one list.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/model_config.h"
+#include "optim/optim_config.h"
+
+namespace nanogpt {
+
+struct TrainConfig {
+  // I/O
+  std::string out_dir = "out";
+  int64_t eval_interval = 2000;
+  int64_t log_interval = 1;
+  int64_t eval_iters = 200;
+  bool eval_only = false;
+  bool always_save_checkpoint = true;
+  std::string init_from = "scratch";
+  // data
+  std::string dataset = "openwebtext";
+  std::string data_dir = "";
+  int64_t gradient_accumulation_steps = 40;
+  int64_t batch_size = 12;
+  std::string data_mode = "preload";
+  std::string sampling = "random";
+  // model and optimizer
+  ModelConfig model;
+  OptimConfig optim;
+  // run
+  int64_t max_iters = 600000;
+  int64_t seed = 1337;
+  std::string dtype = "float32";
+  int64_t threads = 0;
+  // accepted for nanoGPT compatibility, no effect here
+  std::string device = "cpu";
+  bool compile = true;
+  std::string backend = "nccl";
+  bool wandb_log = false;
+  std::string wandb_project = "owt";
+  std::string wandb_run_name = "gpt2";
+
+  template <typename Visitor>
+  void visit(Visitor&& v) {
+    v("out_dir", out_dir, "directory for the checkpoint and metrics.jsonl");
+    v("eval_interval", eval_interval, "evaluate train/val loss every this many iterations");
+    v("log_interval", log_interval, "print a log line every this many iterations");
+    v("eval_iters", eval_iters, "batches per split in each evaluation");
+    v("eval_only", eval_only, "evaluate once and exit");
+    v("always_save_checkpoint", always_save_checkpoint,
+      "save at every eval (False: only when val loss improves)");
+    v("init_from", init_from,
+      "'scratch', 'resume' (from out_dir), or a path to a HF model.safetensors or llm.c .bin");
+    v("dataset", dataset, "dataset name: data is read from data/<dataset> unless data_dir is set");
+    v("data_dir", data_dir, "directory holding train.bin, val.bin and meta.json (overrides dataset)");
+    v("gradient_accumulation_steps", gradient_accumulation_steps,
+      "micro-batches per optimizer step (loss scaled by 1/steps)");
+    v("batch_size", batch_size, "sequences per micro-batch B");
+    v("data_mode", data_mode, "'preload' (read token files into RAM) or 'mmap'");
+    v("sampling", sampling, "'random' (nanoGPT offsets) or 'sequential' (llm.c contiguous)");
+    model.visit(v);
+    optim.visit(v);
+    v("max_iters", max_iters, "total optimizer steps");
+    v("seed", seed, "random seed (init, batches, dropout); rank r uses seed + r");
+    v("dtype", dtype, "'float32' (bfloat16/float16 arrive with the performance work)");
+    v("threads", threads, "CPU threads; 0 = all cores");
+    v("device", device, "accepted for nanoGPT configs; always the CPU here");
+    v("compile", compile, "accepted for nanoGPT configs; kernels are always fused here");
+    v("backend", backend, "accepted for nanoGPT configs; no effect");
+    v("wandb_log", wandb_log, "accepted for nanoGPT configs; no effect (see metrics.jsonl)");
+    v("wandb_project", wandb_project, "accepted for nanoGPT configs; no effect");
+    v("wandb_run_name", wandb_run_name, "accepted for nanoGPT configs; no effect");
+  }
+
+  // data_dir if set, else data/<dataset>.
+  std::string resolved_data_dir() const { return data_dir.empty() ? "data/" + dataset : data_dir; }
+  // Throws nanogpt::Error naming the key and what to change (model.vocab_size may still be 0).
+  void validate() const;
+};
+
+}  // namespace nanogpt

@@ -1,0 +1,429 @@
+// nanoGPT's training loop on our model, loaders, optimizer and checkpoints. Resume is bit-exact:
+// dropout masks are a function of (seed, iteration, micro-step), evaluation uses its own loaders
+// reset before each eval, and the checkpoint holds the train loader's state and the optimizer's.
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/check.h"
+#include "core/config.h"
+#include "core/cpu_info.h"
+#include "core/memory.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "data/dataset_files.h"
+#include "data/loader.h"
+#include "io/checkpoint.h"
+#include "io/hf_gpt2.h"
+#include "io/llmc_model.h"
+#include "kernels/context.h"
+#include "model/gpt.h"
+#include "optim/grad_clip.h"
+#include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+#include "train/metrics.h"
+
+namespace nanogpt {
+
+namespace fs = std::filesystem;
+
+std::string checkpoint_dir_of(const std::string& out_dir) {
+  return (fs::path(out_dir) / "ckpt").string();
+}
+
+namespace {
+
+constexpr int kStateVersion = 1;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  CHECK(in.good(), "cannot read '{}'", path);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    fail("'{}' is not valid JSON: {}", path, e.what());
+  }
+}
+
+// The dataset's meta.json (vocab size, tokenizer), or null if the dataset has none.
+nlohmann::json read_dataset_meta(const std::string& data_dir) {
+  fs::path path = fs::path(data_dir) / "meta.json";
+  if (!fs::exists(path)) return nullptr;
+  return read_json_file(path.string());
+}
+
+std::vector<std::string> split_files(const std::string& data_dir, const std::string& split) {
+  CHECK(fs::exists(fs::path(data_dir) / (split + ".bin")) || fs::is_directory(data_dir),
+        "token file '{}' not found: prepare the dataset first, e.g. `nanogpt prepare "
+        "--tokenizer=char --input=corpus.txt --out_dir={}`, or set --data_dir / --dataset",
+        (fs::path(data_dir) / (split + ".bin")).string(), data_dir);
+  return dataset_files(data_dir, split);
+}
+
+uint64_t dropout_seed_for(int64_t seed, int64_t iter, int64_t micro) {
+  return splitmix64(splitmix64(static_cast<uint64_t>(seed) ^ 0x5eedull) ^
+                    splitmix64(static_cast<uint64_t>(iter) * 1024 + static_cast<uint64_t>(micro)));
+}
+
+// Keeps the records of metrics.jsonl that come before `iter` (used when resuming, so the file reads
+// as if the run had never stopped).
+void rewind_metrics(const std::string& path, int64_t iter) {
+  std::ifstream in(path);
+  if (!in.good()) return;
+  std::vector<std::string> kept;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      auto j = nlohmann::json::parse(line);
+      if (j.contains("iter") && j["iter"].get<int64_t>() < iter) kept.push_back(line);
+    } catch (const std::exception&) {
+      // a torn last line from a crash: dropped
+    }
+  }
+  in.close();
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& l : kept) out << l << "\n";
+  }
+  fs::rename(tmp, path);
+}
+
+struct Batch {
+  std::vector<int32_t> inputs, targets;  // (B, T)
+  explicit Batch(int64_t n) : inputs(n), targets(n) {}
+};
+
+class TrainingRun {
+ public:
+  TrainingRun(TrainConfig config, const TrainOptions& options)
+      : config_(std::move(config)), options_(options) {}
+
+  TrainResult run() {
+    Timer wall;
+    setup();
+    loop();
+    result_.wall_seconds = wall.seconds();
+    result_.peak_tracked_bytes = tracker_.peak_bytes();
+    result_.peak_rss_bytes = process_peak_rss_bytes();
+    if (!step_ms_.empty()) {
+      std::vector<double> sorted = step_ms_;
+      std::sort(sorted.begin(), sorted.end());
+      result_.median_step_ms = sorted[sorted.size() / 2];
+    }
+    say(fmt::format(
+        "done: {} iterations in {} (median {:.1f} ms/iter), best val loss {}, checkpoint {}, "
+        "peak memory {} tracked / {} RSS",
+        result_.iter_num, format_duration(result_.wall_seconds), result_.median_step_ms,
+        result_.last_val_loss < 0 ? std::string("n/a") : fmt::format("{:.4f}", result_.best_val_loss),
+        result_.checkpoint_dir.empty() ? std::string("none") : result_.checkpoint_dir,
+        format_bytes(result_.peak_tracked_bytes), format_bytes(result_.peak_rss_bytes)));
+    return result_;
+  }
+
+ private:
+  void say(const std::string& line) {
+    if (!options_.quiet) {
+      std::fputs((line + "\n").c_str(), stdout);
+      std::fflush(stdout);
+    }
+  }
+
+  void setup() {
+    config_.validate();
+    if (config_.threads > 0) omp_set_num_threads(static_cast<int>(config_.threads));
+    threads_ = omp_get_max_threads();
+    data_dir_ = config_.resolved_data_dir();
+    dataset_meta_ = read_dataset_meta(data_dir_);
+    ckpt_dir_ = checkpoint_dir_of(config_.out_dir);
+
+    // The model's shape: from the checkpoint / weights file when starting from one.
+    const std::string& from = config_.init_from;
+    Buffer<float> loaded_params;
+    if (from == "resume") {
+      ModelConfig saved = read_checkpoint_config(ckpt_dir_);
+      saved.dropout = config_.model.dropout;  // like nanoGPT, dropout may change on resume
+      config_.model = saved;
+    } else if (from != "scratch") {
+      CHECK(fs::exists(from),
+            "init_from = '{}': expected 'scratch', 'resume', or a path to an existing HF "
+            "model.safetensors or llm.c model .bin file",
+            from);
+      LoadedModel loaded = ends_with(from, ".safetensors") ? load_hf_gpt2(from) : load_llmc_model(from);
+      double dropout = config_.model.dropout;
+      std::string gelu = config_.model.gelu;
+      config_.model = loaded.config;
+      config_.model.dropout = dropout;
+      if (ends_with(from, ".safetensors")) config_.model.gelu = loaded.config.gelu;
+      (void)gelu;
+      loaded_params = std::move(loaded.params);
+    } else if (config_.model.vocab_size == 0) {
+      config_.model.vocab_size =
+          dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")
+              ? dataset_meta_["vocab_size"].get<int>()
+              : 50257;
+    }
+    config_.model.validate();
+    if (dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")) {
+      int data_vocab = dataset_meta_["vocab_size"].get<int>();
+      CHECK(data_vocab <= config_.model.vocab_size,
+            "dataset '{}' has vocab_size {} but the model's vocab_size is {}: token ids would "
+            "not fit (use --vocab_size={} or a matching dataset)",
+            data_dir_, data_vocab, config_.model.vocab_size, data_vocab);
+    }
+
+    model_ = std::make_unique<GPT>(config_.model, &tracker_);
+    optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_);
+    if (from == "scratch") {
+      model_->init_weights(static_cast<uint64_t>(config_.seed));
+    } else if (from != "resume") {
+      std::copy(loaded_params.begin(), loaded_params.end(), model_->params().begin());
+    }
+
+    // Loaders: training stream, and evaluation streams reset before every eval.
+    LoaderConfig lc;
+    lc.data_mode = config_.data_mode;
+    lc.sampling = config_.sampling;
+    lc.batch_size = config_.batch_size;
+    lc.block_size = config_.model.block_size;
+    lc.seed = config_.seed;
+    lc.vocab_size = config_.model.vocab_size;
+    std::vector<std::string> train_path = split_files(data_dir_, "train");
+    std::vector<std::string> val_path = split_files(data_dir_, "val");
+    train_loader_ = std::make_unique<DataLoader>(train_path, lc);
+    LoaderConfig ec = lc;
+    ec.seed = config_.seed + 7919;  // evaluation batches: a stream of their own
+    eval_loaders_[0] = std::make_unique<DataLoader>(train_path, ec);
+    eval_loaders_[1] = std::make_unique<DataLoader>(val_path, ec);
+
+    if (from == "resume") restore();
+
+    fs::create_directories(config_.out_dir);
+    std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
+    if (from == "resume") rewind_metrics(metrics_path, iter_num_);
+    metrics_ = MetricsLog(metrics_path, from == "resume");
+
+    PeakFlops peak = measure_peak_flops(threads_);
+    peak_flops_ = peak.flops_per_s;
+    fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
+    tokens_per_iter_ = config_.batch_size * config_.model.block_size *
+                       config_.gradient_accumulation_steps;
+
+    const ModelConfig& m = config_.model;
+    say(fmt::format("model: {} layers, {} heads, {} wide, context {}, vocab {} (padded {}), bias {}, "
+                    "dropout {}: {:.2f}M parameters",
+                    m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size,
+                    m.padded_vocab_size(), m.bias ? "on" : "off", m.dropout,
+                    static_cast<double>(model_->table().num_params_for_mfu()) / 1e6));
+    say(fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
+                    "(batch {} x block {} x accumulation {})",
+                    data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
+                    config_.data_mode, config_.sampling, tokens_per_iter_, config_.batch_size,
+                    m.block_size, config_.gradient_accumulation_steps));
+    say(fmt::format("compute: {} threads on {}; measured peak {:.0f} GFLOP/s fp32{} (MFU is "
+                    "relative to it)",
+                    threads_, cpu_model_name(), peak_flops_ / 1e9,
+                    peak.from_cache ? " (cached)" : ""));
+    if (from == "resume") {
+      say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
+                      iter_num_, best_val_loss_));
+    }
+  }
+
+  void restore() {
+    std::vector<StateArena> arenas;
+    for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    LoadedCheckpoint ck = load_checkpoint(ckpt_dir_, config_.model, model_->table(),
+                                          model_->params().data(), arenas);
+    const nlohmann::json& s = ck.state;
+    std::string origin = ck.dir + "/state.json";
+    CHECK(s.contains("state_version") && s["state_version"].get<int>() <= kStateVersion,
+          "{}: state_version {} is newer than this program understands ({}); update nanogpt",
+          origin, s.value("state_version", -1), kStateVersion);
+    CHECK(s.contains("iter_num") && s.contains("train_loader") && s.contains("optimizer_steps"),
+          "{}: missing iter_num / train_loader / optimizer_steps: not a nanogpt training state",
+          origin);
+    std::string saved_opt = s.value("optimizer", optimizer_->name());
+    CHECK(saved_opt == optimizer_->name(),
+          "{}: the checkpoint was trained with optimizer '{}' but the config asks for '{}' (use "
+          "--optimizer={})",
+          origin, saved_opt, optimizer_->name(), saved_opt);
+    iter_num_ = s["iter_num"].get<int64_t>();
+    best_val_loss_ = s.value("best_val_loss", 1e9);
+    optimizer_->set_steps(s["optimizer_steps"].get<int64_t>());
+    train_loader_->set_state(LoaderState::from_json(s["train_loader"], origin));
+  }
+
+  nlohmann::json training_state() {
+    nlohmann::json s;
+    s["state_version"] = kStateVersion;
+    s["iter_num"] = iter_num_;
+    s["best_val_loss"] = best_val_loss_;
+    s["optimizer"] = optimizer_->name();
+    s["optimizer_steps"] = optimizer_->steps();
+    s["train_loader"] = train_loader_->state().to_json();
+    s["config"] = config_to_json(config_);
+    s["data_dir"] = fs::absolute(data_dir_).string();
+    s["tokenizer_meta"] = dataset_meta_;
+    return s;
+  }
+
+  void save() {
+    std::vector<ConstStateArena> arenas;
+    for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    std::map<std::string, std::string> meta = {{"optimizer", optimizer_->name()},
+                                               {"steps", std::to_string(optimizer_->steps())}};
+    Timer t;
+    save_checkpoint(ckpt_dir_, config_.model, model_->table(), model_->params().data(), arenas,
+                    meta, training_state());
+    result_.checkpoint_dir = ckpt_dir_;
+    say(fmt::format("saved checkpoint to {} ({:.0f} ms)", ckpt_dir_, t.ms()));
+  }
+
+  // Mean loss over eval_iters batches of each split; loaders restart so every eval sees the same.
+  std::pair<double, double> estimate_loss() {
+    double losses[2] = {0, 0};
+    Batch batch(config_.batch_size * config_.model.block_size);
+    for (int split = 0; split < 2; ++split) {
+      DataLoader& loader = *eval_loaders_[split];
+      loader.reset();
+      double sum = 0;
+      for (int64_t k = 0; k < config_.eval_iters; ++k) {
+        loader.next_batch(batch.inputs.data(), batch.targets.data());
+        sum += model_->forward(ctx_, batch.inputs.data(), batch.targets.data(),
+                               static_cast<int>(config_.batch_size), config_.model.block_size,
+                               /*training=*/false);
+      }
+      losses[split] = sum / static_cast<double>(config_.eval_iters);
+    }
+    return {losses[0], losses[1]};
+  }
+
+  void evaluate_and_maybe_save() {
+    Timer t;
+    auto [train_loss, val_loss] = estimate_loss();
+    say(fmt::format("step {}: train loss {:.4f}, val loss {:.4f} ({:.0f} ms)", iter_num_,
+                    train_loss, val_loss, t.ms()));
+    nlohmann::ordered_json rec;
+    rec["iter"] = iter_num_;
+    rec["train_loss"] = train_loss;
+    rec["val_loss"] = val_loss;
+    metrics_.write(rec);
+    result_.last_val_loss = val_loss;
+    bool improved = val_loss < best_val_loss_;
+    if (improved || config_.always_save_checkpoint) {
+      best_val_loss_ = std::min(best_val_loss_, val_loss);
+      if (iter_num_ > 0 && !config_.eval_only) save();
+    }
+  }
+
+  void loop() {
+    const int B = static_cast<int>(config_.batch_size);
+    const int T = config_.model.block_size;
+    const int64_t accum = config_.gradient_accumulation_steps;
+    Batch batch(static_cast<int64_t>(B) * T);
+    double running_mfu = -1;
+    Timer since_start;
+    int64_t first_iter = iter_num_;
+    for (;;) {
+      if (iter_num_ % config_.eval_interval == 0 || iter_num_ == config_.max_iters ||
+          config_.eval_only) {
+        evaluate_and_maybe_save();
+      }
+      if (config_.eval_only || iter_num_ >= config_.max_iters) break;
+
+      Timer step_timer;
+      const double lr = learning_rate_at(config_.optim, iter_num_);
+      double loss_sum = 0;
+      for (int64_t micro = 0; micro < accum; ++micro) {
+        train_loader_->next_batch(batch.inputs.data(), batch.targets.data());
+        loss_sum += model_->forward(ctx_, batch.inputs.data(), batch.targets.data(), B, T,
+                                    /*training=*/true, dropout_seed_for(config_.seed, iter_num_, micro));
+        model_->backward(ctx_, 1.0f / static_cast<float>(accum));
+      }
+      double norm = clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
+      if (std::isfinite(norm)) {
+        optimizer_->step(model_->params().data(), model_->grads().data(), lr);
+      } else {
+        say(fmt::format("iter {}: gradient norm is {}: step skipped", iter_num_, norm));
+      }
+      model_->zero_grad();
+      double ms = step_timer.ms();
+      step_ms_.push_back(ms);
+      const double loss = loss_sum / static_cast<double>(accum);
+      result_.last_train_loss = loss;
+      ++result_.steps_run;
+
+      double mfu = model_flops_utilization(fpt_, static_cast<double>(tokens_per_iter_), ms / 1e3,
+                                           peak_flops_);
+      running_mfu = running_mfu < 0 ? mfu : 0.9 * running_mfu + 0.1 * mfu;
+      double tok_s = static_cast<double>(tokens_per_iter_) / (ms / 1e3);
+      if (iter_num_ % config_.log_interval == 0) {
+        int64_t done = iter_num_ + 1 - first_iter;
+        double eta = since_start.seconds() / static_cast<double>(done) *
+                     static_cast<double>(config_.max_iters - iter_num_ - 1);
+        say(fmt::format("iter {}: loss {:.4f}, time {:.1f}ms, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
+                        "norm {:.3f}, mem {} (rss {}), eta {}",
+                        iter_num_, loss, ms, running_mfu * 100, tok_s, lr, norm,
+                        format_bytes(tracker_.peak_bytes()),
+                        format_bytes(process_peak_rss_bytes()), format_duration(eta)));
+        nlohmann::ordered_json rec;
+        rec["iter"] = iter_num_;
+        rec["loss"] = loss;
+        rec["lr"] = lr;
+        rec["grad_norm"] = norm;
+        rec["ms"] = ms;
+        rec["tokens_per_s"] = tok_s;
+        rec["mfu"] = mfu;
+        rec["peak_mem_bytes"] = tracker_.peak_bytes();
+        rec["peak_rss_bytes"] = process_peak_rss_bytes();
+        metrics_.write(rec);
+      }
+      ++iter_num_;
+    }
+    result_.iter_num = iter_num_;
+    result_.best_val_loss = best_val_loss_;
+  }
+
+  TrainConfig config_;
+  TrainOptions options_;
+  TrainResult result_;
+  MemoryTracker tracker_;
+  KernelContext ctx_;
+  int threads_ = 1;
+  std::string data_dir_, ckpt_dir_;
+  nlohmann::json dataset_meta_;
+  std::unique_ptr<GPT> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<DataLoader> train_loader_;
+  std::unique_ptr<DataLoader> eval_loaders_[2];
+  MetricsLog metrics_;
+  double peak_flops_ = 0, fpt_ = 0;
+  int64_t tokens_per_iter_ = 0;
+  int64_t iter_num_ = 0;
+  double best_val_loss_ = 1e9;
+  std::vector<double> step_ms_;
+};
+
+}  // namespace
+
+TrainResult run_training(TrainConfig config, const TrainOptions& options) {
+  return TrainingRun(std::move(config), options).run();
+}
+
+}  // namespace nanogpt

@@ -1,0 +1,37 @@
+// The training run: builds the model (scratch, resume, HF GPT-2 or llm.c weights), the loaders and
+// the optimizer from a TrainConfig, then runs nanoGPT's loop (eval, checkpoint, gradient
+// accumulation, clipping, scheduled LR, logging) and reports what happened.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "train/train_config.h"
+
+namespace nanogpt {
+
+struct TrainResult {
+  int64_t iter_num = 0;          // iteration reached (== max_iters after a full run)
+  int64_t steps_run = 0;         // optimizer steps taken in this process
+  double wall_seconds = 0;
+  double best_val_loss = 0;      // 1e9 if never evaluated
+  double last_val_loss = -1;     // -1 if never evaluated
+  double last_train_loss = -1;   // mean micro-batch loss of the last step
+  double median_step_ms = 0;
+  int64_t peak_tracked_bytes = 0;
+  int64_t peak_rss_bytes = 0;
+  std::string checkpoint_dir;    // "" if none was written
+};
+
+struct TrainOptions {
+  bool quiet = false;  // no log lines on stdout (metrics.jsonl is still written)
+};
+
+// Runs training as configured. Throws nanogpt::Error on bad configuration or files.
+TrainResult run_training(TrainConfig config, const TrainOptions& options = {});
+
+// Where checkpoints live inside out_dir.
+std::string checkpoint_dir_of(const std::string& out_dir);
+
+}  // namespace nanogpt

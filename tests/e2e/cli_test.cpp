@@ -1,0 +1,167 @@
+// End-to-end tests of the `nanogpt` binary: prepare -> train -> resume -> sample -> export on
+// tinyshakespeare, bit-exact resume, and the error messages users see.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "e2e_util.h"
+
+namespace nanogpt::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A small run's keys (CPU-recipe-like shapes, tiny so the suite stays fast).
+const char* kTiny =
+    "--dataset=sc --batch_size=4 --block_size=32 --n_layer=2 --n_head=2 --n_embd=32 "
+    "--learning_rate=1e-3 --warmup_iters=2 --min_lr=1e-4 --eval_iters=2 --log_interval=1 "
+    "--always_save_checkpoint=True";
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = scratch_dir("cli");
+    RunResult r = run_nanogpt(dir_, "prepare --tokenizer=char --input=" + shakespeare_path() +
+                                        " --out_dir=data/sc");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static std::string dir_;
+};
+std::string CliTest::dir_;
+
+TEST_F(CliTest, PrepareWritesNanogptSplit) {
+  EXPECT_EQ(fs::file_size(dir_ + "/data/sc/train.bin"), 1003854u * 2);
+  EXPECT_EQ(fs::file_size(dir_ + "/data/sc/val.bin"), 111540u * 2);
+  std::ifstream in(dir_ + "/data/sc/meta.json");
+  auto meta = nlohmann::json::parse(in);
+  EXPECT_EQ(meta["vocab_size"].get<int>(), 65);
+}
+
+TEST_F(CliTest, HelpListsEveryKeyWithTypeAndDefault) {
+  RunResult r = run_nanogpt(dir_, "train --help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--batch_size (int)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--learning_rate (float)"), std::string::npos);
+  EXPECT_NE(r.output.find("--init_from (str)"), std::string::npos);
+  r = run_nanogpt(dir_, "help prepare");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--tokenizer (str)"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("sample"), std::string::npos);
+}
+
+TEST_F(CliTest, ConfigErrorsAreClear) {
+  RunResult r = run_nanogpt(dir_, "train --batch_sise=3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown key 'batch_sise'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'batch_size'"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "train --batch_size=1.5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("expects int"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "train missing_config.py");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("missing_config.py"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "train --dataset=nope --max_iters=1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("data/nope/train.bin"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "train --dtype=float64");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("dtype"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "frobnicate");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown command 'frobnicate'"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, EveryShippedConfigParses) {
+  for (const auto& entry : fs::directory_iterator(std::string(NANOGPT_SOURCE_DIR) + "/config")) {
+    // --max_iters=0 --eval_only: parse and validate only... the data may not exist, so we ask for
+    // help after the config, which parses the files first.
+    RunResult r = run_nanogpt(dir_, "train " + entry.path().string() + " --help");
+    EXPECT_EQ(r.exit_code, 0) << entry.path() << "\n" << r.output;
+  }
+}
+
+// Loss records (iter -> exact JSON text of loss / val_loss) from metrics.jsonl.
+std::map<std::string, std::string> loss_records(const std::string& path) {
+  std::map<std::string, std::string> out;
+  for (const auto& j : read_jsonl(path)) {
+    std::string iter = std::to_string(j["iter"].get<int64_t>());
+    if (j.contains("loss")) out["loss@" + iter] = j["loss"].dump();
+    if (j.contains("val_loss")) out["val@" + iter] = j["val_loss"].dump() + "/" + j["train_loss"].dump();
+  }
+  return out;
+}
+
+TEST_F(CliTest, ResumeIsBitExactWithDropoutAndRandomSampling) {
+  std::string common = std::string(kTiny) + " --dropout=0.1 --sampling=random --eval_interval=5";
+  RunResult a = run_nanogpt(dir_, "train " + common + " --max_iters=20 --lr_decay_iters=20 "
+                                  "--out_dir=straight");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b1 = run_nanogpt(dir_, "train " + common + " --max_iters=10 --lr_decay_iters=20 "
+                                   "--out_dir=halves");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  RunResult b2 = run_nanogpt(dir_, "train " + common + " --max_iters=20 --lr_decay_iters=20 "
+                                   "--out_dir=halves --init_from=resume");
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  auto straight = loss_records(dir_ + "/straight/metrics.jsonl");
+  auto halves = loss_records(dir_ + "/halves/metrics.jsonl");
+  EXPECT_EQ(straight.size(), 20u + 5u);  // 20 steps, evals at 0, 5, 10, 15, 20
+  EXPECT_EQ(straight, halves);
+}
+
+TEST_F(CliTest, TrainSampleAndExport) {
+  RunResult t = run_nanogpt(dir_, "train " + std::string(kTiny) +
+                                      " --max_iters=30 --lr_decay_iters=30 --eval_interval=10 "
+                                      "--out_dir=run");
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_NE(t.output.find("iter 29: loss"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("mfu"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir_ + "/run/ckpt/model.safetensors"));
+  auto records = read_jsonl(dir_ + "/run/metrics.jsonl");
+  ASSERT_FALSE(records.empty());
+  bool saw_step = false;
+  for (const auto& j : records) {
+    if (j.contains("loss")) {
+      saw_step = true;
+      for (const char* key : {"iter", "loss", "lr", "ms", "tokens_per_s", "mfu", "peak_mem_bytes"}) {
+        EXPECT_TRUE(j.contains(key)) << key;
+      }
+    }
+  }
+  EXPECT_TRUE(saw_step);
+
+  for (const char* kv : {"True", "False"}) {
+    RunResult s = run_nanogpt(dir_, std::string("sample --out_dir=run --num_samples=2 "
+                                                "--max_new_tokens=50 --start=ROMEO: --kv_cache=") +
+                                        kv);
+    ASSERT_EQ(s.exit_code, 0) << s.output;
+    EXPECT_NE(s.output.find("ROMEO:"), std::string::npos) << s.output;
+    EXPECT_NE(s.output.find("sampled 100 tokens"), std::string::npos) << s.output;
+  }
+  // Greedy decoding with and without the cache gives the same text.
+  RunResult g1 = run_nanogpt(dir_, "sample --out_dir=run --num_samples=1 --max_new_tokens=40 "
+                                   "--temperature=0 --kv_cache=True --start=ROMEO:");
+  RunResult g2 = run_nanogpt(dir_, "sample --out_dir=run --num_samples=1 --max_new_tokens=40 "
+                                   "--temperature=0 --kv_cache=False --start=ROMEO:");
+  auto text = [](const std::string& s) { return s.substr(0, s.find("---------------")); };
+  EXPECT_EQ(text(g1.output), text(g2.output));
+  EXPECT_GT(text(g1.output).size(), 40u);
+
+  RunResult e = run_nanogpt(dir_, "export --out_dir=run --format=llmc --output=run/model.bin");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  RunResult f = run_nanogpt(dir_, "train " + std::string(kTiny) +
+                                      " --init_from=run/model.bin --max_iters=2 --eval_interval=1"
+                                      " --out_dir=finetune");
+  ASSERT_EQ(f.exit_code, 0) << f.output;
+}
+
+TEST_F(CliTest, ResumeRejectsADifferentOptimizerAndMissingCheckpoint) {
+  RunResult r = run_nanogpt(dir_, "train " + std::string(kTiny) +
+                                      " --init_from=resume --out_dir=never_trained");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("never_trained"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace nanogpt::e2e
