@@ -16,7 +16,8 @@ std::string cpu_model_name();
 // e.g. "avx512f avx512_bf16 fma avx2"
 std::string cpu_simd_features();
 
-// Runs the probe (about 0.3 s) or reads the cached value from cache_dir/peak_flops.json.
+// Runs the probe (about 0.1 s) and returns the best of it and the value cached in
+// cache_dir/peak_flops.json (updated when beaten): a busy machine measures low.
 // An empty cache_dir means $XDG_CACHE_HOME/nanogpt or ~/.cache/nanogpt.
 PeakFlops measure_peak_flops(int threads, const std::string& cache_dir = "", bool use_cache = true);
 

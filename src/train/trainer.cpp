@@ -238,7 +238,7 @@ class TrainingRun {
     say(fmt::format("compute: {} threads on {}; measured peak {:.0f} GFLOP/s fp32{} (MFU is "
                     "relative to it)",
                     threads_, cpu_model_name(), peak_flops_ / 1e9,
-                    peak.from_cache ? " (cached)" : ""));
+                    peak.from_cache ? " (best measured here)" : ""));
     if (from == "resume") {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));
