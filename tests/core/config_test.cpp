@@ -6,7 +6,6 @@
 #include <fstream>
 
 #include "core/config.h"
-#include "model/model_config.h"
 
 namespace nanogpt {
 namespace {
@@ -137,19 +136,6 @@ TEST(ConfigParse, JsonRoundTripAndHelp) {
   DemoConfig c;
   apply_assignments(c, parse_config_file(write_temp("fmt.py", format_config(a))));
   EXPECT_EQ(c.learning_rate, a.learning_rate);
-}
-
-TEST(ModelConfigValidate, NamesTheKey) {
-  ModelConfig m;
-  m.vocab_size = 65;
-  m.n_embd = 100;
-  m.n_head = 3;
-  try {
-    m.validate();
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("n_embd"), std::string::npos);
-  }
 }
 
 }  // namespace
