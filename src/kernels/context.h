@@ -13,7 +13,7 @@ class KernelContext {
   KernelContext(const KernelContext&) = delete;
   KernelContext& operator=(const KernelContext&) = delete;
 
-  // Opaque oneDNN state (engine, stream, primitive cache); defined in kernels/cpu/matmul.cpp.
+  // Opaque oneDNN state (engine, stream, primitive cache); defined in kernels/cpu/context_impl.h.
   struct Impl;
   Impl& impl() { return *impl_; }
 

@@ -1,0 +1,186 @@
+// Kernel benchmarks at GPT-2 124M shapes (C 768, 12 heads; B 4 with T 64 and 1024): matmul
+// GFLOP/s (and % of the 490 GFLOP/s fp32 peak of this machine kind), attention fwd+bwd time,
+// LayerNorm/GELU/cross-entropy bandwidth. Run: bench_kernels [--benchmark_filter=...].
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "core/rng.h"
+#include "kernels/context.h"
+#include "kernels/ops.h"
+
+namespace nanogpt {
+namespace {
+
+constexpr double kPeakFlops = 490e9;  // measured fp32 FMA peak, 2 threads (BENCHMARKS.md)
+
+std::vector<float> random_vec(size_t n, uint64_t seed, float stddev = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = stddev * rng.normal();
+  return v;
+}
+
+void set_flops(benchmark::State& state, double flops) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak%"] =
+      benchmark::Counter(flops / kPeakFlops * 100, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// args: N, C, OC
+void BM_MatmulForward(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int C = static_cast<int>(state.range(1)), OC = static_cast<int>(state.range(2));
+  KernelContext ctx;
+  auto inp = random_vec(N * C, 1), w = random_vec(size_t(OC) * C, 2, 0.02f), b = random_vec(OC, 3);
+  std::vector<float> out(N * OC);
+  for (auto _ : state) {
+    cpu::matmul_forward(ctx, out.data(), inp.data(), w.data(), b.data(), N, C, OC);
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_flops(state, 2.0 * N * C * OC);
+}
+
+void BM_MatmulBackward(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int C = static_cast<int>(state.range(1)), OC = static_cast<int>(state.range(2));
+  KernelContext ctx;
+  auto inp = random_vec(N * C, 1), w = random_vec(size_t(OC) * C, 2, 0.02f);
+  auto dout = random_vec(N * OC, 3);
+  std::vector<float> dinp(N * C), dw(size_t(OC) * C), db(OC);
+  for (auto _ : state) {
+    cpu::matmul_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(),
+                         N, C, OC);
+    benchmark::DoNotOptimize(dw.data());
+  }
+  set_flops(state, 4.0 * N * C * OC);
+}
+
+#define MATMUL_SHAPES(N)     \
+  Args({N, 768, 2304})       \
+      ->Args({N, 768, 768})  \
+      ->Args({N, 768, 3072}) \
+      ->Args({N, 3072, 768}) \
+      ->Args({N, 768, 50304})
+BENCHMARK(BM_MatmulForward)->MATMUL_SHAPES(256)->MATMUL_SHAPES(4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatmulBackward)
+    ->MATMUL_SHAPES(256)
+    ->MATMUL_SHAPES(4096)
+    ->Unit(benchmark::kMillisecond);
+
+// Causal attention FLOPs: forward QK^T and PV over T(T+1)/2 pairs, 2 flops each per HS;
+// backward 5 such products (S, dP recomputed, dV, dK, dQ).
+double attention_flops(int B, int T, int C, bool backward) {
+  const double pairs = double(B) * T * (T + 1) / 2;
+  return pairs * C * 2 * (backward ? 5 : 2);
+}
+
+// args: B, T, dropout*10
+void BM_AttentionForwardBackward(benchmark::State& state) {
+  const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
+  const float p = state.range(2) / 10.0f;
+  const int C = 768, NH = 12;
+  auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
+  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
+  for (auto _ : state) {
+    cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
+    cpu::attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T, C,
+                            NH, p, 5);
+    benchmark::DoNotOptimize(dqkv.data());
+  }
+  set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
+}
+BENCHMARK(BM_AttentionForwardBackward)
+    ->Args({4, 64, 0})
+    ->Args({4, 1024, 0})
+    ->Args({4, 1024, 2})
+    ->Args({1, 2048, 0})
+    ->Args({1, 8192, 0})
+    ->Unit(benchmark::kMillisecond);
+
+void BM_AttentionForward(benchmark::State& state) {
+  const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
+  const int C = 768, NH = 12;
+  auto qkv = random_vec(size_t(B) * T * 3 * C, 1);
+  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T);
+  for (auto _ : state) {
+    cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, 0.0f, 5);
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_flops(state, attention_flops(B, T, C, false));
+}
+BENCHMARK(BM_AttentionForward)->Args({4, 64})->Args({4, 1024})->Unit(benchmark::kMillisecond);
+
+void set_bytes(benchmark::State& state, double bytes) {
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// args: N (= B*T)
+void BM_LayerNormForward(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int C = 768;
+  auto x = random_vec(N * C, 1), w = random_vec(C, 2), b = random_vec(C, 3);
+  std::vector<float> out(N * C), mean(N), rstd(N);
+  for (auto _ : state) {
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,
+                           C);
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_bytes(state, 2.0 * N * C * 4);  // read x, write out
+}
+void BM_LayerNormBackward(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int C = 768;
+  auto x = random_vec(N * C, 1), w = random_vec(C, 2), dout = random_vec(N * C, 3);
+  std::vector<float> mean(N, 0.0f), rstd(N, 1.0f), dx(N * C), dw(C), db(C);
+  for (auto _ : state) {
+    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
+                            mean.data(), rstd.data(), N, C);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_bytes(state, 4.0 * N * C * 4);  // read x, dout, dinp; write dinp
+}
+BENCHMARK(BM_LayerNormForward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LayerNormBackward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond);
+
+// args: N elements, kind (0 tanh, 1 exact)
+void BM_GeluForwardBackward(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const GeluKind kind = state.range(1) ? GeluKind::kExact : GeluKind::kTanh;
+  auto x = random_vec(N, 1), dout = random_vec(N, 2);
+  std::vector<float> out(N), dx(N);
+  for (auto _ : state) {
+    cpu::gelu_forward(out.data(), x.data(), N, kind);
+    cpu::gelu_backward(dx.data(), x.data(), dout.data(), N, kind);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_bytes(state, 6.0 * N * 4);
+}
+BENCHMARK(BM_GeluForwardBackward)
+    ->Args({4096 * 3072, 0})
+    ->Args({4096 * 3072, 1})
+    ->Unit(benchmark::kMillisecond);
+
+// args: N rows; V 50257 of Vp 50304, in place.
+void BM_CrossEntropyFused(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int V = 50257, Vp = 50304;
+  auto logits = random_vec(N * Vp, 1);
+  std::vector<int> targets(N);
+  for (int64_t n = 0; n < N; ++n) targets[n] = static_cast<int>(n * 7919 % V);
+  std::vector<float> losses(N), dl(N * Vp);
+  for (auto _ : state) {
+    cpu::crossentropy_forward_backward(losses.data(), dl.data(), logits.data(), targets.data(),
+                                       1.0f / N, N, V, Vp);
+    benchmark::DoNotOptimize(dl.data());
+  }
+  set_bytes(state, 2.0 * N * Vp * 4);
+}
+BENCHMARK(BM_CrossEntropyFused)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace nanogpt
+
+BENCHMARK_MAIN();

@@ -1,0 +1,116 @@
+// Fast fully connected layer through oneDNN fp32 matmul: out = inp . W^T + b; backward
+// dinp += dout . W and dweight += dout^T . inp (sum post-op accumulates), dbias by our own
+// column reduction. Weights are described by strides (no transposed copies).
+#include <omp.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/cpu/context_impl.h"
+#include "kernels/ops.h"
+
+namespace nanogpt::cpu {
+
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+
+// A (rows, cols) fp32 matrix with the given strides.
+memory::desc mat(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  return memory::desc({rows, cols}, Dt::f32, memory::dims{rs, cs});
+}
+
+CachedMatmul make_matmul(dnnl::engine& engine, const MatmulKey& k) {
+  memory::desc src, wei, dst, bias;
+  dnnl::primitive_attr attr;
+  if (k.kind == MatmulKind::kForward) {
+    src = mat(k.n, k.c, k.c, 1);    // inp (N,C)
+    wei = mat(k.c, k.oc, 1, k.c);   // W^T (C,OC) viewing W (OC,C)
+    dst = mat(k.n, k.oc, k.oc, 1);  // out (N,OC)
+    if (k.bias) bias = mat(1, k.oc, k.oc, 1);
+  } else {
+    dnnl::post_ops po;
+    po.append_sum(1.0f);  // dst += result
+    attr.set_post_ops(po);
+    if (k.kind == MatmulKind::kBackwardData) {
+      src = mat(k.n, k.oc, k.oc, 1);  // dout (N,OC)
+      wei = mat(k.oc, k.c, k.c, 1);   // W (OC,C)
+      dst = mat(k.n, k.c, k.c, 1);    // dinp (N,C)
+    } else {
+      src = mat(k.oc, k.n, 1, k.oc);  // dout^T (OC,N)
+      wei = mat(k.n, k.c, k.c, 1);    // inp (N,C)
+      dst = mat(k.oc, k.c, k.c, 1);   // dweight (OC,C)
+    }
+  }
+  dnnl::matmul::desc desc =
+      k.bias ? dnnl::matmul::desc(src, wei, bias, dst) : dnnl::matmul::desc(src, wei, dst);
+  dnnl::matmul::primitive_desc pd(desc, attr, engine);
+  return {pd, dnnl::matmul(pd)};
+}
+
+CachedMatmul& get_matmul(KernelContext::Impl& impl, const MatmulKey& key) {
+  auto it = impl.matmuls.find(key);
+  if (it != impl.matmuls.end()) return it->second;
+  if (impl.matmuls.size() >= KernelContext::Impl::kMaxCached) impl.matmuls.clear();
+  return impl.matmuls.emplace(key, make_matmul(impl.engine, key)).first->second;
+}
+
+void run(KernelContext::Impl& impl, const MatmulKey& key, const void* src, const void* wei,
+         const void* bias, void* dst) {
+  CachedMatmul& mm = get_matmul(impl, key);
+  const auto& pd = mm.pd;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(pd.src_desc(), impl.engine, const_cast<void*>(src))},
+      {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), impl.engine, const_cast<void*>(wei))},
+      {DNNL_ARG_DST, memory(pd.dst_desc(), impl.engine, dst)}};
+  if (bias) {
+    args.emplace(DNNL_ARG_BIAS, memory(pd.bias_desc(), impl.engine, const_cast<void*>(bias)));
+  }
+  mm.prim.execute(impl.stream, args);
+  impl.stream.wait();
+}
+
+}  // namespace
+
+void matmul_forward(KernelContext& ctx, float* out, const float* inp, const float* weight,
+                    const float* bias, int64_t N, int C, int OC) {
+  CHECK(N > 0 && C > 0 && OC > 0, "matmul_forward: sizes must be positive, got N={} C={} OC={}", N,
+        C, OC);
+  run(ctx.impl(), {N, C, OC, bias != nullptr, MatmulKind::kForward}, inp, weight, bias, out);
+}
+
+void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+                     const float* dout, const float* inp, const float* weight, int64_t N, int C,
+                     int OC) {
+  CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,
+        C, OC);
+  auto& impl = ctx.impl();
+  if (dinp) run(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout, weight, nullptr, dinp);
+  if (dweight) {
+    run(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr, dweight);
+  }
+  if (dbias) {
+    // dbias (OC) += column sums of dout (N,OC): each thread sums a slice of columns, rows in
+    // chunks so its partial sums stay in cache.
+#pragma omp parallel
+    {
+      const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+      const int per = (OC + nt - 1) / nt;
+      const int o0 = tid * per, o1 = std::min(OC, o0 + per);
+      if (o0 < o1) {
+        std::vector<float> acc(o1 - o0, 0.0f);
+        for (int64_t n = 0; n < N; ++n) {
+          const float* d = dout + n * OC;
+#pragma omp simd
+          for (int o = o0; o < o1; ++o) acc[o - o0] += d[o];
+        }
+        for (int o = o0; o < o1; ++o) dbias[o] += acc[o - o0];
+      }
+    }
+  }
+}
+
+}  // namespace nanogpt::cpu

@@ -1,0 +1,96 @@
+// tile_gemm_acc / tile_gemm_set: the small in-cache matrix product of the attention kernels,
+//   out[r][w] (+)= sum_k a[r*a_rs + k*a_ks] * x[k*ldx + w]   (r < R, k < K, w < W),
+// with W a multiple of 16. A is read by (broadcast) strides, so A or A^T work alike; register
+// tiles of 4 rows x 64 columns (16-float vectors via GCC vector extensions: zmm on AVX-512).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace nanogpt::cpu {
+
+using Vec16 = float __attribute__((vector_size(64)));
+
+inline Vec16 load16(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void store16(float* p, Vec16 v) { std::memcpy(p, &v, sizeof(v)); }
+
+template <bool kAcc, int R, int NV>
+inline void tile_gemm_micro(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
+                            const float* x, int64_t ldx, int K) {
+  Vec16 acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < NV; ++v) acc[r][v] = kAcc ? load16(out + r * ldo + 16 * v) : Vec16{};
+  }
+  for (int k = 0; k < K; ++k) {
+    Vec16 xv[NV];
+    for (int v = 0; v < NV; ++v) xv[v] = load16(x + k * ldx + 16 * v);
+    for (int r = 0; r < R; ++r) {
+      const float av = a[r * a_rs + k * a_ks];
+      for (int v = 0; v < NV; ++v) acc[r][v] += av * xv[v];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < NV; ++v) store16(out + r * ldo + 16 * v, acc[r][v]);
+  }
+}
+
+template <bool kAcc, int R>
+inline void tile_gemm_rows(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
+                           const float* x, int64_t ldx, int K, int W) {
+  int w = 0;
+  for (; w + 64 <= W; w += 64)
+    tile_gemm_micro<kAcc, R, 4>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
+  switch ((W - w) / 16) {
+    case 3:
+      tile_gemm_micro<kAcc, R, 3>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
+      break;
+    case 2:
+      tile_gemm_micro<kAcc, R, 2>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
+      break;
+    case 1:
+      tile_gemm_micro<kAcc, R, 1>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
+      break;
+    default:
+      break;
+  }
+}
+
+template <bool kAcc>
+inline void tile_gemm(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
+                      const float* x, int64_t ldx, int R, int K, int W) {
+  int r = 0;
+  for (; r + 4 <= R; r += 4) {
+    tile_gemm_rows<kAcc, 4>(out + r * ldo, ldo, a + r * a_rs, a_rs, a_ks, x, ldx, K, W);
+  }
+  const int64_t o = r * ldo, ao = r * a_rs;
+  switch (R - r) {
+    case 3:
+      tile_gemm_rows<kAcc, 3>(out + o, ldo, a + ao, a_rs, a_ks, x, ldx, K, W);
+      break;
+    case 2:
+      tile_gemm_rows<kAcc, 2>(out + o, ldo, a + ao, a_rs, a_ks, x, ldx, K, W);
+      break;
+    case 1:
+      tile_gemm_rows<kAcc, 1>(out + o, ldo, a + ao, a_rs, a_ks, x, ldx, K, W);
+      break;
+    default:
+      break;
+  }
+}
+
+inline void tile_gemm_acc(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
+                          const float* x, int64_t ldx, int R, int K, int W) {
+  tile_gemm<true>(out, ldo, a, a_rs, a_ks, x, ldx, R, K, W);
+}
+
+// Overwriting variant (out = A X).
+inline void tile_gemm_set(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
+                          const float* x, int64_t ldx, int R, int K, int W) {
+  tile_gemm<false>(out, ldo, a, a_rs, a_ks, x, ldx, R, K, W);
+}
+
+}  // namespace nanogpt::cpu

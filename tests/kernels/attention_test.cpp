@@ -1,0 +1,155 @@
+// cpu (flash) attention vs ref attention: forward (out, lse), accumulating backward, with and
+// without dropout, on odd T (not a multiple of the 32/64 tiles), HS 16/32/64/24, N = B*T small;
+// and attention_decode vs ref and vs the last row of the causal forward.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "core/rng.h"
+#include "kernel_test_util.h"
+#include "kernels/ops.h"
+
+namespace nanogpt {
+namespace {
+
+using testing::expect_within;
+using testing::kEps;
+using testing::random_normal;
+
+// Error model. A score is a float dot product of length HS: |ds| <= 4 sqrt(HS) eps scale
+// sum|q k|. A probability P = exp(s - lse) then has relative error
+// dP <= 2 max|ds| + 4 eps (2 + |lse| + |s|) (score and lse errors, 2-ulp exp, roundings).
+// A sum over up to T keys adds 4 sqrt(T) eps relative to the sum of magnitudes. Each gradient's
+// tolerance below is these relative errors times the magnitude of the terms summed, computed in
+// double from the same inputs, plus 2 eps (|initial| + |ref|) for the final accumulation.
+struct AttnTolerance {
+  std::vector<double> out, lse, dqkv;
+};
+
+AttnTolerance attention_tolerance(const std::vector<float>& qkv, const std::vector<float>& dout,
+                                  const std::vector<float>& out, const std::vector<float>& lse,
+                                  const std::vector<float>& dqkv0, const std::vector<float>& dqkv_r,
+                                  int B, int T, int C, int NH, float p, uint64_t seed) {
+  const int HS = C / NH;
+  const double scale = 1.0 / std::sqrt(double(HS)), ks = p > 0 ? 1.0 / (1.0 - p) : 1.0;
+  const double rhs = 4 * std::sqrt(double(HS)) * kEps, rt = 4 * std::sqrt(double(T)) * kEps;
+  AttnTolerance tol{std::vector<double>(out.size(), 0.0), std::vector<double>(lse.size(), 0.0),
+                    std::vector<double>(qkv.size(), 0.0)};
+  auto at = [&](int b, int t, int part, int h) {
+    return qkv.data() + (size_t(b) * T + t) * 3 * C + part * C + h * HS;
+  };
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      double ds_max = 0;  // largest score error of this head
+      for (int t = 0; t < T; ++t) {
+        for (int s = 0; s <= t; ++s) {
+          double m = 0;
+          for (int x = 0; x < HS; ++x) m += std::fabs(at(b, t, 0, h)[x] * at(b, s, 1, h)[x]);
+          ds_max = std::max(ds_max, rhs * scale * m);
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        const double l = lse[(size_t(b) * NH + h) * T + t];
+        const float* dO = dout.data() + (size_t(b) * T + t) * C + h * HS;
+        const float* o = out.data() + (size_t(b) * T + t) * C + h * HS;
+        double D = 0, dmag = 0;
+        for (int x = 0; x < HS; ++x) D += double(dO[x]) * o[x], dmag += std::fabs(dO[x] * o[x]);
+        tol.lse[(size_t(b) * NH + h) * T + t] = ds_max + rt + 2 * kEps * std::fabs(l);
+        for (int s = 0; s <= t; ++s) {
+          double sc = 0, dp = 0, dpmag = 0;
+          for (int x = 0; x < HS; ++x) {
+            sc += double(at(b, t, 0, h)[x]) * at(b, s, 1, h)[x];
+            dp += double(dO[x]) * at(b, s, 2, h)[x];
+            dpmag += std::fabs(dO[x] * at(b, s, 2, h)[x]);
+          }
+          sc *= scale;
+          const double P = std::exp(sc - l);
+          const uint64_t idx = ((uint64_t(b) * NH + h) * T + t) * T + s;
+          const double M = p == 0 ? 1.0 : (hash_uniform(seed, idx) >= p ? ks : 0.0);
+          const double dP = 2 * ds_max + 4 * kEps * (2 + std::fabs(l) + std::fabs(sc));
+          const double dS = scale * P * std::fabs(dp * M - D);
+          const double eS =
+              scale * P * (dP * (std::fabs(dp * M) + std::fabs(D)) + M * rhs * dpmag + rhs * dmag) +
+              rt * dS;
+          for (int x = 0; x < HS; ++x) {
+            tol.out[(size_t(b) * T + t) * C + h * HS + x] +=
+                (dP + rt) * P * M * std::fabs(at(b, s, 2, h)[x]);
+            const size_t iq = (size_t(b) * T + t) * 3 * C + h * HS + x;
+            const size_t ik = (size_t(b) * T + s) * 3 * C + C + h * HS + x;
+            tol.dqkv[iq] += eS * std::fabs(at(b, s, 1, h)[x]);
+            tol.dqkv[ik] += eS * std::fabs(at(b, t, 0, h)[x]);
+            tol.dqkv[ik + C] += (dP + rt) * P * M * std::fabs(dO[x]);
+          }
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) tol.out[i] += 2 * kEps * std::fabs(out[i]) + 1e-30;
+  for (size_t i = 0; i < qkv.size(); ++i) {
+    tol.dqkv[i] += 2 * kEps * (std::fabs(dqkv0[i]) + std::fabs(dqkv_r[i])) + 1e-30;
+  }
+  return tol;
+}
+
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {};
+
+TEST_P(AttentionTest, FlashMatchesReference) {
+  const auto [B, T, C, NH, p] = GetParam();
+  const uint64_t seed = 99;
+  const auto qkv = random_normal(size_t(B) * T * 3 * C, 1);
+  const auto dout = random_normal(size_t(B) * T * C, 2);
+  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T);
+  std::vector<float> out_r(out.size()), lse_r(lse.size());
+  cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
+  ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
+
+  const auto dqkv0 = random_normal(qkv.size(), 3);  // nonzero: backward must accumulate
+  auto dqkv = dqkv0, dqkv_r = dqkv0;
+  cpu::attention_backward(dqkv.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T, C,
+                          NH, p, seed);
+  ref::attention_backward(dqkv_r.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T,
+                          C, NH, p, seed);
+  const auto tol =
+      attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
+  expect_within(out, out_r, tol.out, "out");
+  expect_within(lse, lse_r, tol.lse, "lse");
+  expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionTest,
+    ::testing::Values(std::make_tuple(2, 37, 48, 3, 0.0f),    // HS 16, T odd
+                      std::make_tuple(2, 37, 48, 3, 0.2f),    // with dropout
+                      std::make_tuple(1, 1, 48, 3, 0.0f),     // T = 1
+                      std::make_tuple(1, 130, 128, 2, 0.0f),  // HS 64, T > 2 key tiles
+                      std::make_tuple(1, 130, 128, 2, 0.1f),
+                      std::make_tuple(3, 64, 64, 2, 0.0f),    // HS 32, T exactly one tile
+                      std::make_tuple(1, 71, 72, 3, 0.0f)));  // HS 24 (padded to 32)
+
+TEST(AttentionDecodeTest, MatchesReferenceAndLastForwardRow) {
+  const int T = 45, C = 96, NH = 3;
+  const auto qkv = random_normal(size_t(T) * 3 * C, 5);
+  std::vector<float> kc(size_t(T) * C), vc(size_t(T) * C), q(C);
+  for (int t = 0; t < T; ++t) {
+    for (int c = 0; c < C; ++c) {
+      kc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + C + c];
+      vc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + 2 * C + c];
+    }
+  }
+  for (int c = 0; c < C; ++c) q[c] = qkv[size_t(T - 1) * 3 * C + c];
+  std::vector<float> out(C), out_r(C), full(size_t(T) * C), lse(size_t(NH) * T);
+  cpu::attention_decode(out.data(), q.data(), kc.data(), vc.data(), T, C, NH);
+  ref::attention_decode(out_r.data(), q.data(), kc.data(), vc.data(), T, C, NH);
+  ref::attention_forward(full.data(), lse.data(), qkv.data(), 1, T, C, NH, 0.0f, 0);
+  const std::vector<float> last(full.end() - C, full.end());
+  // |out| <= max|v| (convex combination); score/softmax errors as in the forward test:
+  // 4 sqrt(HS) eps scale sum|qk| (<= ~3 here for unit normals) + 4 sqrt(T) eps, times max|v| ~ 4.
+  const double HS = C / NH;
+  const double tol = 4 * 4 * kEps * (std::sqrt(HS) * 3 * std::sqrt(HS) + std::sqrt(double(T)) + 4);
+  expect_within(out, out_r, tol, "decode vs ref");
+  expect_within(out_r, last, 4 * kEps, "ref decode vs ref forward last row");
+}
+
+}  // namespace
+}  // namespace nanogpt

@@ -1,0 +1,61 @@
+// Shared helpers for the kernel tests: seeded random tensors and an element-wise comparison against
+// a per-element tolerance (each test derives its tolerance from precision and reduction length).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+
+namespace nanogpt::testing {
+
+inline constexpr double kEps = std::numeric_limits<float>::epsilon();  // 2^-23
+
+inline std::vector<float> random_normal(size_t n, uint64_t seed, float stddev = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = stddev * rng.normal();
+  return v;
+}
+
+inline std::vector<float> random_uniform(size_t n, uint64_t seed, float lo, float hi) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = lo + (hi - lo) * rng.uniform();
+  return v;
+}
+
+inline std::vector<float> abs_of(const std::vector<float>& v) {
+  std::vector<float> a(v.size());
+  for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
+  return a;
+}
+
+// Every |got[i] - want[i]| <= tol[i]; reports the first few failures with their index.
+inline void expect_within(const std::vector<float>& got, const std::vector<float>& want,
+                          const std::vector<double>& tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  ASSERT_EQ(got.size(), tol.size()) << what;
+  int failures = 0;
+  for (size_t i = 0; i < got.size() && failures < 5; ++i) {
+    const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(err <= tol[i])) {  // also catches NaN
+      ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << " want " << want[i] << " err "
+                    << err << " > tol " << tol[i];
+      ++failures;
+    }
+  }
+}
+
+// Same with one tolerance for every element.
+inline void expect_within(const std::vector<float>& got, const std::vector<float>& want, double tol,
+                          const std::string& what) {
+  expect_within(got, want, std::vector<double>(got.size(), tol), what);
+}
+
+}  // namespace nanogpt::testing

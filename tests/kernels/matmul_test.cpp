@@ -1,0 +1,92 @@
+// cpu::matmul (oneDNN) vs ref::matmul, forward and accumulating backward, on GPT-ish and odd
+// shapes with and without bias, plus primitive-cache reuse across calls.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "kernel_test_util.h"
+#include "kernels/context.h"
+#include "kernels/ops.h"
+
+namespace nanogpt {
+namespace {
+
+using testing::abs_of;
+using testing::expect_within;
+using testing::kEps;
+using testing::random_normal;
+
+// Tolerance for a float dot product of length K against an (almost) exact double reference:
+// any summation order has |err| <= K * eps * sum|a_i b_i| (worst case), and blocked/pairwise
+// orders as used by oneDNN stay near sqrt(K) * eps * sum|a_i b_i|; we allow 4 sqrt(K) eps, plus
+// one rounding of the reference output and of the accumulated value (2 eps |ref|).
+std::vector<double> dot_tolerance(const std::vector<float>& mag, const std::vector<float>& ref,
+                                  int64_t K) {
+  std::vector<double> tol(mag.size());
+  for (size_t i = 0; i < mag.size(); ++i) {
+    tol[i] = 4.0 * std::sqrt(static_cast<double>(K)) * kEps * mag[i] +
+             2.0 * kEps * std::fabs(ref[i]) + 1e-30;
+  }
+  return tol;
+}
+
+class MatmulTest : public ::testing::TestWithParam<std::tuple<int, int, int, bool>> {};
+
+TEST_P(MatmulTest, ForwardAndBackwardMatchReference) {
+  const auto [N, C, OC, with_bias] = GetParam();
+  KernelContext ctx;
+  const auto inp = random_normal(size_t(N) * C, 1);       // (N,C)
+  const auto w = random_normal(size_t(OC) * C, 2, 0.2f);  // (OC,C)
+  const auto b = random_normal(OC, 3);                    // (OC)
+  const float* bias = with_bias ? b.data() : nullptr;
+
+  std::vector<float> out(size_t(N) * OC), want(size_t(N) * OC), mag(size_t(N) * OC);
+  for (int rep = 0; rep < 2; ++rep) {  // second call reuses the cached primitive
+    cpu::matmul_forward(ctx, out.data(), inp.data(), w.data(), bias, N, C, OC);
+  }
+  ref::matmul_forward(want.data(), inp.data(), w.data(), bias, N, C, OC);
+  const auto ainp = abs_of(inp), aw = abs_of(w), ab = abs_of(b);
+  ref::matmul_forward(mag.data(), ainp.data(), aw.data(), with_bias ? ab.data() : nullptr, N, C,
+                      OC);
+  expect_within(out, want, dot_tolerance(mag, want, C + 1), "out");
+
+  // Backward, accumulating into nonzero grads.
+  const auto dout = random_normal(size_t(N) * OC, 4);  // (N,OC)
+  const auto dinp0 = random_normal(size_t(N) * C, 5);
+  const auto dw0 = random_normal(size_t(OC) * C, 6);
+  const auto db0 = random_normal(OC, 7);
+  auto dinp = dinp0, dw = dw0, db = db0;
+  auto dinp_r = dinp0, dw_r = dw0, db_r = db0;
+  cpu::matmul_backward(ctx, dinp.data(), dw.data(), with_bias ? db.data() : nullptr, dout.data(),
+                       inp.data(), w.data(), N, C, OC);
+  ref::matmul_backward(dinp_r.data(), dw_r.data(), with_bias ? db_r.data() : nullptr, dout.data(),
+                       inp.data(), w.data(), N, C, OC);
+  // Magnitudes: same products on absolute values, plus the pre-filled value.
+  const auto adout = abs_of(dout);
+  auto mdinp = abs_of(dinp0), mdw = abs_of(dw0), mdb = abs_of(db0);
+  ref::matmul_backward(mdinp.data(), mdw.data(), mdb.data(), adout.data(), ainp.data(), aw.data(),
+                       N, C, OC);
+  expect_within(dinp, dinp_r, dot_tolerance(mdinp, dinp_r, OC + 1), "dinp");
+  expect_within(dw, dw_r, dot_tolerance(mdw, dw_r, N + 1), "dweight");
+  if (with_bias) {
+    expect_within(db, db_r, dot_tolerance(mdb, db_r, N + 1), "dbias");
+  } else {
+    expect_within(db, db0, 0.0, "dbias untouched");
+  }
+
+  // dinp == nullptr: only the parameter grads.
+  auto dw2 = dw0;
+  cpu::matmul_backward(ctx, nullptr, dw2.data(), nullptr, dout.data(), inp.data(), w.data(), N, C,
+                       OC);
+  expect_within(dw2, dw_r, dot_tolerance(mdw, dw_r, N + 1), "dweight (dinp null)");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatmulTest,
+    ::testing::Values(std::make_tuple(1, 48, 17, true), std::make_tuple(37, 48, 144, false),
+                      std::make_tuple(37, 48, 144, true), std::make_tuple(64, 96, 384, true),
+                      std::make_tuple(130, 64, 101, false), std::make_tuple(256, 128, 512, true)));
+
+}  // namespace
+}  // namespace nanogpt
