@@ -47,7 +47,7 @@ void ensure_file(const std::string& path) {
 
 // Fraction of the file's pages in the page cache.
 double resident_fraction(const std::string& path) {
-  TokenMapping map(path);
+  MappedFile map(path);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   std::vector<unsigned char> vec((map.size() + page - 1) / page);
   if (mincore(const_cast<uint8_t*>(map.data()), map.size(), vec.data()) != 0) return -1;

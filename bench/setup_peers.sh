@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 need=()
-for p in python3-torch python3-numpy libopenblas0-pthread hyperfine; do
+for p in python3-torch python3-numpy libopenblas0-pthread; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then

@@ -160,7 +160,7 @@ TokenFile::TokenFile(const std::string& path, const TokenFileOptions& options)
     if (size_ > 0) read_exact(fd.get(), path, buffer_.data(), size_ * 2, data_offset_);
     tokens_ = buffer_.data();
   } else {
-    map_ = TokenMapping(path);
+    map_ = MappedFile(path);
     CHECK(static_cast<int64_t>(map_.size()) == file_bytes,
           "token file '{}' changed size while being opened ({} -> {} bytes)", path, file_bytes,
           map_.size());

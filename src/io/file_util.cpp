@@ -1,4 +1,4 @@
-// FileWriter, MappedFile and small file helpers on POSIX calls.
+// FileWriter and small file helpers on POSIX calls.
 #include "io/file_util.h"
 
 #include <fcntl.h>
@@ -61,37 +61,6 @@ FileDigest FileWriter::close() {
   fd_ = -1;
   CHECK(::close(fd) == 0, "closing '{}' failed: {}", path_, errno_text(errno));
   return digest_;
-}
-
-MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  CHECK(fd >= 0, "cannot open '{}': {}", path, errno_text(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    fail("cannot stat '{}': {}", path, errno_text(err));
-  }
-  size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    ::close(fd);
-    CHECK(p != MAP_FAILED, "cannot map '{}' ({} bytes): {}", path, size_, errno_text(err));
-    data_ = static_cast<const uint8_t*>(p);
-  } else {
-    ::close(fd);
-  }
-}
-
-MappedFile::MappedFile(MappedFile&& o) noexcept
-    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
-  o.data_ = nullptr;
-  o.size_ = 0;
-}
-
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 std::string read_text_file(const std::string& path) {

@@ -1,5 +1,5 @@
 // Plain file I/O for everything io/ persists: a buffered, checksumming, fsync-ing FileWriter (RAII
-// fd), a read-only MappedFile (RAII mmap), whole-file reads, and directory fsync. Every error names
+// fd), whole-file reads (through core's MappedFile), and directory fsync. Every error names
 // the path and the OS reason.
 #pragma once
 
@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/mapped_file.h"
 
 namespace nanogpt {
 
@@ -36,26 +38,6 @@ class FileWriter {
   std::vector<char> buf_;
   size_t used_ = 0;
   FileDigest digest_;
-};
-
-class MappedFile {
- public:
-  // Maps `path` read-only. Throws naming the path (missing file, permissions).
-  explicit MappedFile(const std::string& path);
-  ~MappedFile();
-  MappedFile(MappedFile&& o) noexcept;
-  MappedFile& operator=(MappedFile&&) = delete;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
 };
 
 // Whole file as a string; throws naming the path.

@@ -1,5 +1,6 @@
-// TokenMapping: a read-only memory mapping of a whole token file (RAII: unmapped and closed on
-// destruction). Move-only. Used by TokenFile in `mmap` mode; the OS pages the file in on demand.
+// MappedFile: a read-only memory mapping of a whole file (RAII: unmapped on destruction),
+// move-only. Token files in `mmap` mode and safetensors / llm.c model readers use it; the OS pages
+// the file in on demand.
 #pragma once
 
 #include <cstddef>
@@ -10,30 +11,32 @@ namespace nanogpt {
 
 enum class AccessPattern { kNormal, kRandom, kSequential };
 
-class TokenMapping {
+class MappedFile {
  public:
-  TokenMapping() = default;
+  MappedFile() = default;
   // Maps `path` read-only. Throws nanogpt::Error naming the file if it cannot be opened or mapped.
-  explicit TokenMapping(const std::string& path);
-  TokenMapping(const TokenMapping&) = delete;
-  TokenMapping& operator=(const TokenMapping&) = delete;
-  TokenMapping(TokenMapping&& o) noexcept { swap(o); }
-  TokenMapping& operator=(TokenMapping&& o) noexcept {
-    TokenMapping tmp(std::move(o));
+  explicit MappedFile(const std::string& path);
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& o) noexcept { swap(o); }
+  MappedFile& operator=(MappedFile&& o) noexcept {
+    MappedFile tmp(std::move(o));
     swap(tmp);
     return *this;
   }
-  ~TokenMapping();
+  ~MappedFile();
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
   // madvise hint for the whole mapping (best effort; errors are ignored).
   void advise(AccessPattern pattern) const;
   // Asks the OS to start reading [offset, offset + bytes) (MADV_WILLNEED; best effort).
   void prefetch(size_t offset, size_t bytes) const;
 
  private:
-  void swap(TokenMapping& o) noexcept;
+  void swap(MappedFile& o) noexcept;
+  std::string path_;
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };

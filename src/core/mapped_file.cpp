@@ -1,5 +1,5 @@
-// TokenMapping: mmap/munmap of a whole file read-only, and madvise hints.
-#include "data/token_mapping.h"
+// MappedFile: mmap/munmap of a whole file read-only, and madvise hints.
+#include "core/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,7 +15,7 @@
 
 namespace nanogpt {
 
-TokenMapping::TokenMapping(const std::string& path) {
+MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   CHECK(fd >= 0, "cannot open '{}' for reading: {}", path, std::strerror(errno));
   struct stat st {};
@@ -37,11 +37,11 @@ TokenMapping::TokenMapping(const std::string& path) {
   }
 }
 
-TokenMapping::~TokenMapping() {
+MappedFile::~MappedFile() {
   if (data_) ::munmap(data_, size_);
 }
 
-void TokenMapping::advise(AccessPattern pattern) const {
+void MappedFile::advise(AccessPattern pattern) const {
   if (!data_) return;
   int advice = MADV_NORMAL;
   if (pattern == AccessPattern::kRandom) advice = MADV_RANDOM;
@@ -49,7 +49,7 @@ void TokenMapping::advise(AccessPattern pattern) const {
   ::madvise(data_, size_, advice);
 }
 
-void TokenMapping::prefetch(size_t offset, size_t bytes) const {
+void MappedFile::prefetch(size_t offset, size_t bytes) const {
   if (!data_ || offset >= size_) return;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   size_t begin = offset / page * page;
@@ -57,7 +57,8 @@ void TokenMapping::prefetch(size_t offset, size_t bytes) const {
   ::madvise(data_ + begin, end - begin, MADV_WILLNEED);
 }
 
-void TokenMapping::swap(TokenMapping& o) noexcept {
+void MappedFile::swap(MappedFile& o) noexcept {
+  std::swap(path_, o.path_);
   std::swap(data_, o.data_);
   std::swap(size_, o.size_);
 }
