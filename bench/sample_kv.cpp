@@ -33,9 +33,10 @@ int main(int argc, char** argv) {
     Timer t;
     auto ids = generate(model, ctx, prompt, sampler, rng, opt);
     double s = t.seconds();
-    fmt::print("{{\"bench\": \"sample_124M\", \"kv_cache\": {}, \"new_tokens\": {}, \"seconds\": {:.3f}, "
-               "\"tokens_per_s\": {:.2f}}}\n",
-               cached, ids.size() - prompt.size(), s, static_cast<double>(ids.size() - prompt.size()) / s);
+    fmt::print(
+        "{{\"bench\": \"sample_124M\", \"kv_cache\": {}, \"new_tokens\": {}, \"seconds\": {:.3f}, "
+        "\"tokens_per_s\": {:.2f}}}\n",
+        cached, ids.size() - prompt.size(), s, static_cast<double>(ids.size() - prompt.size()) / s);
   }
   return 0;
 }

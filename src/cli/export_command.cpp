@@ -27,7 +27,8 @@ struct ExportConfig {
     v("out_dir", out_dir, "run directory whose checkpoint (out_dir/ckpt) is exported");
     v("init_from", init_from, "'resume' (out_dir's checkpoint) or a weights file to convert");
     v("format", format, "'llmc' (llm.c model .bin, fp32) or 'hf' (model.safetensors)");
-    v("output", output, "file to write; default out_dir/model.bin (llmc) or out_dir/model.safetensors");
+    v("output", output,
+      "file to write; default out_dir/model.bin (llmc) or out_dir/model.safetensors");
   }
 };
 
@@ -42,8 +43,8 @@ std::string export_help() {
 int export_command(const Args& args) {
   ExportConfig config;
   apply_assignments(config, parse_command_line(args));
-  CHECK(config.format == "llmc" || config.format == "hf",
-        "format = '{}': expected 'llmc' or 'hf'", config.format);
+  CHECK(config.format == "llmc" || config.format == "hf", "format = '{}': expected 'llmc' or 'hf'",
+        config.format);
   ModelSource src = load_model_source(config.init_from, config.out_dir);
   ParamTable table(src.config);
   std::string output = config.output;

@@ -67,8 +67,10 @@ int run(int argc, char** argv) {
     return 0;
   }
   auto it = commands().find(name);
-  CHECK(it != commands().end(), "unknown command '{}'. Commands: prepare, train, sample, export "
-        "(nanogpt --help)", name);
+  CHECK(it != commands().end(),
+        "unknown command '{}'. Commands: prepare, train, sample, export "
+        "(nanogpt --help)",
+        name);
   if (wants_help(rest)) {
     std::fputs(it->second.help().c_str(), stdout);
     return 0;

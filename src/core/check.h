@@ -22,9 +22,9 @@ template <typename... Args>
 
 }  // namespace nanogpt
 
-#define CHECK(cond, ...)                \
-  do {                                  \
-    if (!(cond)) {                      \
-      ::nanogpt::fail(__VA_ARGS__);     \
-    }                                   \
+#define CHECK(cond, ...)            \
+  do {                              \
+    if (!(cond)) {                  \
+      ::nanogpt::fail(__VA_ARGS__); \
+    }                               \
   } while (0)

@@ -4,9 +4,8 @@
 // Field types: bool, int, int64_t, double, std::string.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -110,8 +109,8 @@ void apply_assignment(Config& config, const ConfigAssignment& a) {
     using T = std::decay_t<decltype(field)>;
     CHECK(config_detail::assign(field, a.value),
           "{}: key '{}' expects {} but got {} {} (e.g. --{}={})", a.origin, a.key,
-          config_detail::type_name<T>(), config_value_type(a.value),
-          config_value_repr(a.value), a.key, config_value_repr(config_detail::to_value(field)));
+          config_detail::type_name<T>(), config_value_type(a.value), config_value_repr(a.value),
+          a.key, config_value_repr(config_detail::to_value(field)));
   });
   CHECK(found, "{}: unknown key '{}'. Did you mean {}? (`nanogpt help <command>` lists every key)",
         a.origin, a.key, closest_keys(a.key, describe_keys<Config>()));

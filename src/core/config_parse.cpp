@@ -56,9 +56,10 @@ class LiteralParser {
  private:
   template <typename... Args>
   [[noreturn]] void error(fmt::format_string<Args...> format, Args&&... args) {
-    fail("{}: cannot read value '{}': {} (expected a Python literal: a number such as 12 or 6e-4, "
-         "True/False, a quoted 'string', or arithmetic of those such as 5 * 8)",
-         origin_, s_, fmt::format(format, std::forward<Args>(args)...));
+    fail(
+        "{}: cannot read value '{}': {} (expected a Python literal: a number such as 12 or 6e-4, "
+        "True/False, a quoted 'string', or arithmetic of those such as 5 * 8)",
+        origin_, s_, fmt::format(format, std::forward<Args>(args)...));
   }
 
   void skip_space() {
@@ -235,11 +236,14 @@ class LiteralParser {
     if (s_.substr(pos_, 2) == "0x" || s_.substr(pos_, 2) == "0X") {
       pos_ += 2;
       while (pos_ < s_.size() && std::isxdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-      return static_cast<int64_t>(std::stoll(std::string(s_.substr(start, pos_ - start)), nullptr, 16));
+      return static_cast<int64_t>(
+          std::stoll(std::string(s_.substr(start, pos_ - start)), nullptr, 16));
     }
     bool is_float = false;
     auto digits = [&] {
-      while (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+      while (pos_ < s_.size() &&
+             (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+        ++pos_;
     };
     digits();
     if (pos_ < s_.size() && s_[pos_] == '.') {
@@ -301,8 +305,9 @@ std::string strip_comment(const std::string& line) {
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 }  // namespace
@@ -314,8 +319,10 @@ ConfigValue eval_python_literal(std::string_view expr, const std::string& origin
 
 std::vector<ConfigAssignment> parse_config_file(const std::string& path) {
   std::ifstream in(path);
-  CHECK(in.good(), "config file '{}' not found or not readable (give a path to a file such as "
-        "config/train_shakespeare_char.py)", path);
+  CHECK(in.good(),
+        "config file '{}' not found or not readable (give a path to a file such as "
+        "config/train_shakespeare_char.py)",
+        path);
   std::vector<ConfigAssignment> out;
   std::map<std::string, ConfigValue> names;
   std::string line;
@@ -361,8 +368,8 @@ std::vector<ConfigAssignment> parse_command_line(const std::vector<std::string>&
     if (arg.rfind("--", 0) == 0) {
       out.push_back(parse_override(arg));
     } else {
-      CHECK(arg.find('=') == std::string::npos,
-            "argument '{}': overrides need two dashes: --{}", arg, arg);
+      CHECK(arg.find('=') == std::string::npos, "argument '{}': overrides need two dashes: --{}",
+            arg, arg);
       auto file = parse_config_file(arg);
       out.insert(out.end(), file.begin(), file.end());
     }

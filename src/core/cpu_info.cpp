@@ -3,7 +3,6 @@
 
 #include <immintrin.h>
 #include <omp.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -113,8 +112,8 @@ PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use
   namespace fs = std::filesystem;
   fs::path dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
   fs::path file = dir / "peak_flops.json";
-  std::string key = cpu_model_name() + " | " + cpu_simd_features() + " | threads " +
-                    std::to_string(threads);
+  std::string key =
+      cpu_model_name() + " | " + cpu_simd_features() + " | threads " + std::to_string(threads);
   // A probe on a busy machine reads low, so the cache keeps the best value ever measured here and
   // every run adds one more short probe to it.
   nlohmann::json cache = nlohmann::json::object();

@@ -1,6 +1,6 @@
 // Random numbers with state that can be saved and restored exactly (for bit-exact resume):
-// Rng is a seeded xoshiro256** stream; hash_uniform is a counter-based generator (no state) used for
-// dropout masks, so a mask is a pure function of (seed, element index) and can be recomputed in
+// Rng is a seeded xoshiro256** stream; hash_uniform is a counter-based generator (no state) used
+// for dropout masks, so a mask is a pure function of (seed, element index) and can be recomputed in
 // backward and on any thread.
 #pragma once
 
@@ -51,7 +51,9 @@ class Rng {
   }
   // Uniform float in [0, 1).
   float uniform() { return static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f); }
-  double uniform_double() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+  double uniform_double() {
+    return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0);
+  }
   // Standard normal (Box-Muller, one value per call, no cached spare so state stays 4 words).
   float normal() {
     double u1 = uniform_double();

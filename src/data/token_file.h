@@ -62,7 +62,7 @@ class TokenFile {
   TokenFormat format_ = TokenFormat::kNanogpt;
   DataMode mode_ = DataMode::kPreload;
   Buffer<uint16_t> buffer_;  // preload mode: the tokens
-  MappedFile map_;         // mmap mode: the whole file
+  MappedFile map_;           // mmap mode: the whole file
   int64_t data_offset_ = 0;  // bytes before the first token in the file
   const uint16_t* tokens_ = nullptr;
   int64_t size_ = 0;

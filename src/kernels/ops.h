@@ -17,55 +17,55 @@ class KernelContext;
 
 enum class GeluKind { kTanh, kExact };
 
-#define NANOGPT_DECLARE_OPS                                                                      \
-  /* out (B,T,C) = wte[inp] + wpe[t]. inp (B,T) token ids < V. */                                \
-  void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B,    \
-                       int T, int C);                                                            \
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B,      \
-                        int T, int C);                                                           \
-  /* LayerNorm over C, eps 1e-5. out,inp (N,C); mean,rstd (N) saved for backward; bias nullable.*/\
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,                 \
-                         const float* weight, const float* bias, int64_t N, int C);              \
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,          \
-                          const float* inp, const float* weight, const float* mean,              \
-                          const float* rstd, int64_t N, int C);                                  \
-  /* Causal multi-head attention. qkv (B,T,3C) rows [Q|K|V], head h at cols h*HS..h*HS+HS-1.   */\
-  /* out (B,T,C); lse (B,NH,T) = log-sum-exp of the scaled scores of each row (for backward).  */\
-  /* Scale 1/sqrt(HS). Dropout p on the attention probabilities, element index                 */\
-  /* ((b*NH+h)*T+t)*T+s. No T x T matrix is stored between forward and backward.               */\
-  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,  \
-                         float dropout_p, uint64_t seed);                                        \
-  void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,    \
-                          const float* qkv, int B, int T, int C, int NH, float dropout_p,        \
-                          uint64_t seed);                                                        \
-  /* One new query against a KV cache (sampling). q (C); kcache,vcache (maxT,C) rows 0..t-1    */\
-  /* valid (t >= 1, the new token's K,V already written at row t-1); out (C). No dropout.      */\
-  void attention_decode(float* out, const float* q, const float* kcache, const float* vcache,    \
-                        int t, int C, int NH);                                                   \
-  void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind);                     \
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind);\
-  /* out = a + b (N). Backward is da += dout, db += dout. */                                     \
-  void residual_forward(float* out, const float* a, const float* b, int64_t N);                  \
-  void residual_backward(float* da, float* db, const float* dout, int64_t N);                    \
-  void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed);         \
-  void dropout_backward(float* dinp, const float* dout, int64_t N, float p, uint64_t seed);      \
-  /* Softmax cross-entropy over the first V of Vp columns (padding never wins, gets no grad).  */\
-  /* logits (N,Vp); targets (N), -1 = ignore (loss 0, no grad); losses (N).                    */\
-  void crossentropy_forward(float* losses, const float* logits, const int* targets, int64_t N,   \
-                            int V, int Vp);                                                      \
-  /* Fused: losses as above and dlogits (N,Vp) = dloss * (softmax - onehot), OVERWRITTEN (not  */\
-  /* accumulated; the one exception), padded columns 0, ignored rows 0. dlogits may alias      */\
-  /* logits (in place). dloss is the caller's scale, e.g. 1/(valid targets * accum steps).     */\
-  void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,         \
+#define NANOGPT_DECLARE_OPS                                                                        \
+  /* out (B,T,C) = wte[inp] + wpe[t]. inp (B,T) token ids < V. */                                  \
+  void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B,      \
+                       int T, int C);                                                              \
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, \
+                        int C);                                                                    \
+  /* LayerNorm over C, eps 1e-5. out,inp (N,C); mean,rstd (N) saved for backward; bias nullable.*/ \
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,                   \
+                         const float* weight, const float* bias, int64_t N, int C);                \
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,            \
+                          const float* inp, const float* weight, const float* mean,                \
+                          const float* rstd, int64_t N, int C);                                    \
+  /* Causal multi-head attention. qkv (B,T,3C) rows [Q|K|V], head h at cols h*HS..h*HS+HS-1.   */  \
+  /* out (B,T,C); lse (B,NH,T) = log-sum-exp of the scaled scores of each row (for backward).  */  \
+  /* Scale 1/sqrt(HS). Dropout p on the attention probabilities, element index                 */  \
+  /* ((b*NH+h)*T+t)*T+s. No T x T matrix is stored between forward and backward.               */  \
+  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,    \
+                         float dropout_p, uint64_t seed);                                          \
+  void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,      \
+                          const float* qkv, int B, int T, int C, int NH, float dropout_p,          \
+                          uint64_t seed);                                                          \
+  /* One new query against a KV cache (sampling). q (C); kcache,vcache (maxT,C) rows 0..t-1    */  \
+  /* valid (t >= 1, the new token's K,V already written at row t-1); out (C). No dropout.      */  \
+  void attention_decode(float* out, const float* q, const float* kcache, const float* vcache,      \
+                        int t, int C, int NH);                                                     \
+  void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind);                       \
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind);  \
+  /* out = a + b (N). Backward is da += dout, db += dout. */                                       \
+  void residual_forward(float* out, const float* a, const float* b, int64_t N);                    \
+  void residual_backward(float* da, float* db, const float* dout, int64_t N);                      \
+  void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed);           \
+  void dropout_backward(float* dinp, const float* dout, int64_t N, float p, uint64_t seed);        \
+  /* Softmax cross-entropy over the first V of Vp columns (padding never wins, gets no grad).  */  \
+  /* logits (N,Vp); targets (N), -1 = ignore (loss 0, no grad); losses (N).                    */  \
+  void crossentropy_forward(float* losses, const float* logits, const int* targets, int64_t N,     \
+                            int V, int Vp);                                                        \
+  /* Fused: losses as above and dlogits (N,Vp) = dloss * (softmax - onehot), OVERWRITTEN (not  */  \
+  /* accumulated; the one exception), padded columns 0, ignored rows 0. dlogits may alias      */  \
+  /* logits (in place). dloss is the caller's scale, e.g. 1/(valid targets * accum steps).     */  \
+  void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,           \
                                      const int* targets, float dloss, int64_t N, int V, int Vp);
 
 namespace ref {
 NANOGPT_DECLARE_OPS
 // out (N,OC) = inp (N,C) . weight(OC,C)^T + bias (OC, nullable).
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                    int64_t N, int C, int OC);
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, const float* weight, int64_t N, int C, int OC);
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N,
+                    int C, int OC);
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int64_t N, int C, int OC);
 }  // namespace ref
 
 namespace cpu {

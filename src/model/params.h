@@ -1,8 +1,8 @@
 // The parameter table: THE one list of GPT-2's parameters {name, shape, weight decay?, init}.
 // It drives allocation (one flat arena, each tensor a slice at `offset`), init, optimizer, weight
 // decay (only tensors with >= 2 dims), checkpoint names (Hugging Face GPT-2 names) and all-reduce.
-// Linear weights are stored (out, in) like nn.Linear; HF's Conv1D files store (in, out): io/ handles
-// that transposition (`transposed_in_hf`).
+// Linear weights are stored (out, in) like nn.Linear; HF's Conv1D files store (in, out): io/
+// handles that transposition (`transposed_in_hf`).
 #pragma once
 
 #include <cstdint>
@@ -14,13 +14,13 @@
 namespace nanogpt {
 
 struct ParamSpec {
-  std::string name;             // HF GPT-2 name, e.g. "h.3.attn.c_attn.weight"
-  std::vector<int64_t> shape;   // our layout, e.g. {3C, C}
-  bool decay = false;           // weight decay applies (ndim >= 2)
-  float init_std = 0.0f;        // N(0, init_std); 0 with init_one=false -> zeros
-  bool init_one = false;        // LayerNorm weights start at 1
+  std::string name;               // HF GPT-2 name, e.g. "h.3.attn.c_attn.weight"
+  std::vector<int64_t> shape;     // our layout, e.g. {3C, C}
+  bool decay = false;             // weight decay applies (ndim >= 2)
+  float init_std = 0.0f;          // N(0, init_std); 0 with init_one=false -> zeros
+  bool init_one = false;          // LayerNorm weights start at 1
   bool transposed_in_hf = false;  // HF Conv1D stores this matrix as (in, out)
-  int64_t offset = 0;           // element offset in the flat arena
+  int64_t offset = 0;             // element offset in the flat arena
   int64_t numel = 0;
 };
 

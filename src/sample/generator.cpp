@@ -48,11 +48,13 @@ std::vector<int> generate_full(GPT& model, KernelContext& ctx, std::vector<int> 
   const ModelConfig& cfg = model.config();
   const int Vp = cfg.padded_vocab_size();
   for (int n = 0; n < opt.max_new_tokens; ++n) {
-    size_t start = ids.size() > static_cast<size_t>(cfg.block_size) ? ids.size() - cfg.block_size : 0;
+    size_t start =
+        ids.size() > static_cast<size_t>(cfg.block_size) ? ids.size() - cfg.block_size : 0;
     std::vector<int> window(ids.begin() + static_cast<std::ptrdiff_t>(start), ids.end());
     int T = static_cast<int>(window.size());
     model.forward(ctx, window.data(), nullptr, 1, T, /*training=*/false);
-    int next = sampler.sample(model.logits() + static_cast<int64_t>(T - 1) * Vp, cfg.vocab_size, rng);
+    int next =
+        sampler.sample(model.logits() + static_cast<int64_t>(T - 1) * Vp, cfg.vocab_size, rng);
     ids.push_back(next);
     if (on_token) on_token(next);
     if (next == opt.stop_token) break;
@@ -66,7 +68,8 @@ std::vector<int> generate(GPT& model, KernelContext& ctx, const std::vector<int>
                           TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
                           const std::function<void(int)>& on_token) {
   CHECK(!prompt.empty(), "the prompt is empty: give at least one token (e.g. --start='\\n')");
-  if (options.use_kv_cache) return generate_cached(model, ctx, prompt, sampler, rng, options, on_token);
+  if (options.use_kv_cache)
+    return generate_cached(model, ctx, prompt, sampler, rng, options, on_token);
   return generate_full(model, ctx, prompt, sampler, rng, options, on_token);
 }
 

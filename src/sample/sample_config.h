@@ -35,7 +35,8 @@ struct SampleConfig {
     v("top_k", top_k, "keep only the k most likely tokens; 0 = off");
     v("top_p", top_p, "keep the smallest set of tokens with this much probability; 1 = off");
     v("seed", seed, "random seed of the draws");
-    v("kv_cache", kv_cache, "reuse keys/values of earlier tokens (O(T) per token, not a full pass)");
+    v("kv_cache", kv_cache,
+      "reuse keys/values of earlier tokens (O(T) per token, not a full pass)");
     v("stop_at_eot", stop_at_eot, "end a sample at the end-of-text token (GPT-2 BPE)");
     v("data_dir", data_dir, "dataset whose meta.json gives the tokenizer (default: the run's)");
     v("vocab_dir", vocab_dir, "GPT-2 vocabulary (encoder.json, vocab.bpe) for weights files");

@@ -13,9 +13,9 @@ namespace nanogpt {
 
 struct ModelSource {
   ModelConfig config;
-  Buffer<float> params;   // (ParamTable(config).total_numel())
-  nlohmann::json state;   // the checkpoint's state.json; null for weights files
-  std::string origin;     // what was read, for messages
+  Buffer<float> params;  // (ParamTable(config).total_numel())
+  nlohmann::json state;  // the checkpoint's state.json; null for weights files
+  std::string origin;    // what was read, for messages
 };
 
 ModelSource load_model_source(const std::string& init_from, const std::string& out_dir);

@@ -55,7 +55,8 @@ struct TrainConfig {
     v("init_from", init_from,
       "'scratch', 'resume' (from out_dir), or a path to a HF model.safetensors or llm.c .bin");
     v("dataset", dataset, "dataset name: data is read from data/<dataset> unless data_dir is set");
-    v("data_dir", data_dir, "directory holding train.bin, val.bin and meta.json (overrides dataset)");
+    v("data_dir", data_dir,
+      "directory holding train.bin, val.bin and meta.json (overrides dataset)");
     v("gradient_accumulation_steps", gradient_accumulation_steps,
       "micro-batches per optimizer step (loss scaled by 1/steps)");
     v("batch_size", batch_size, "sequences per micro-batch B");

@@ -46,7 +46,8 @@ namespace {
 constexpr int kStateVersion = 1;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 nlohmann::json read_json_file(const std::string& path) {
@@ -130,7 +131,8 @@ class TrainingRun {
         "done: {} iterations in {} (median {:.1f} ms/iter), best val loss {}, checkpoint {}, "
         "peak memory {} tracked / {} RSS",
         result_.iter_num, format_duration(result_.wall_seconds), result_.median_step_ms,
-        result_.last_val_loss < 0 ? std::string("n/a") : fmt::format("{:.4f}", result_.best_val_loss),
+        result_.last_val_loss < 0 ? std::string("n/a")
+                                  : fmt::format("{:.4f}", result_.best_val_loss),
         result_.checkpoint_dir.empty() ? std::string("none") : result_.checkpoint_dir,
         format_bytes(result_.peak_tracked_bytes), format_bytes(result_.peak_rss_bytes)));
     return result_;
@@ -164,7 +166,8 @@ class TrainingRun {
             "init_from = '{}': expected 'scratch', 'resume', or a path to an existing HF "
             "model.safetensors or llm.c model .bin file",
             from);
-      LoadedModel loaded = ends_with(from, ".safetensors") ? load_hf_gpt2(from) : load_llmc_model(from);
+      LoadedModel loaded =
+          ends_with(from, ".safetensors") ? load_hf_gpt2(from) : load_llmc_model(from);
       double dropout = config_.model.dropout;
       std::string gelu = config_.model.gelu;
       config_.model = loaded.config;
@@ -173,10 +176,9 @@ class TrainingRun {
       (void)gelu;
       loaded_params = std::move(loaded.params);
     } else if (config_.model.vocab_size == 0) {
-      config_.model.vocab_size =
-          dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")
-              ? dataset_meta_["vocab_size"].get<int>()
-              : 50257;
+      config_.model.vocab_size = dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")
+                                     ? dataset_meta_["vocab_size"].get<int>()
+                                     : 50257;
     }
     config_.model.validate();
     if (dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")) {
@@ -221,21 +223,24 @@ class TrainingRun {
     PeakFlops peak = measure_peak_flops(threads_);
     peak_flops_ = peak.flops_per_s;
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
-    tokens_per_iter_ = config_.batch_size * config_.model.block_size *
-                       config_.gradient_accumulation_steps;
+    tokens_per_iter_ =
+        config_.batch_size * config_.model.block_size * config_.gradient_accumulation_steps;
 
     const ModelConfig& m = config_.model;
-    say(fmt::format("model: {} layers, {} heads, {} wide, context {}, vocab {} (padded {}), bias {}, "
-                    "dropout {}: {:.2f}M parameters",
-                    m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size,
-                    m.padded_vocab_size(), m.bias ? "on" : "off", m.dropout,
-                    static_cast<double>(model_->table().num_params_for_mfu()) / 1e6));
-    say(fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
+    say(fmt::format(
+        "model: {} layers, {} heads, {} wide, context {}, vocab {} (padded {}), bias {}, "
+        "dropout {}: {:.2f}M parameters",
+        m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.padded_vocab_size(),
+        m.bias ? "on" : "off", m.dropout,
+        static_cast<double>(model_->table().num_params_for_mfu()) / 1e6));
+    say(
+        fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
                     "(batch {} x block {} x accumulation {})",
                     data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
                     config_.data_mode, config_.sampling, tokens_per_iter_, config_.batch_size,
                     m.block_size, config_.gradient_accumulation_steps));
-    say(fmt::format("compute: {} threads on {}; measured peak {:.0f} GFLOP/s fp32{} (MFU is "
+    say(
+        fmt::format("compute: {} threads on {}; measured peak {:.0f} GFLOP/s fp32{} (MFU is "
                     "relative to it)",
                     threads_, cpu_model_name(), peak_flops_ / 1e9,
                     peak.from_cache ? " (best measured here)" : ""));
@@ -248,8 +253,8 @@ class TrainingRun {
   void restore() {
     std::vector<StateArena> arenas;
     for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
-    LoadedCheckpoint ck = load_checkpoint(ckpt_dir_, config_.model, model_->table(),
-                                          model_->params().data(), arenas);
+    LoadedCheckpoint ck =
+        load_checkpoint(ckpt_dir_, config_.model, model_->table(), model_->params().data(), arenas);
     const nlohmann::json& s = ck.state;
     std::string origin = ck.dir + "/state.json";
     CHECK(s.contains("state_version") && s["state_version"].get<int>() <= kStateVersion,
@@ -352,11 +357,13 @@ class TrainingRun {
       double loss_sum = 0;
       for (int64_t micro = 0; micro < accum; ++micro) {
         train_loader_->next_batch(batch.inputs.data(), batch.targets.data());
-        loss_sum += model_->forward(ctx_, batch.inputs.data(), batch.targets.data(), B, T,
-                                    /*training=*/true, dropout_seed_for(config_.seed, iter_num_, micro));
+        loss_sum +=
+            model_->forward(ctx_, batch.inputs.data(), batch.targets.data(), B, T,
+                            /*training=*/true, dropout_seed_for(config_.seed, iter_num_, micro));
         model_->backward(ctx_, 1.0f / static_cast<float>(accum));
       }
-      double norm = clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
+      double norm =
+          clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
       if (std::isfinite(norm)) {
         optimizer_->step(model_->params().data(), model_->grads().data(), lr);
       } else {
@@ -377,11 +384,12 @@ class TrainingRun {
         int64_t done = iter_num_ + 1 - first_iter;
         double eta = since_start.seconds() / static_cast<double>(done) *
                      static_cast<double>(config_.max_iters - iter_num_ - 1);
-        say(fmt::format("iter {}: loss {:.4f}, time {:.1f}ms, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
-                        "norm {:.3f}, mem {} (rss {}), eta {}",
-                        iter_num_, loss, ms, running_mfu * 100, tok_s, lr, norm,
-                        format_bytes(tracker_.peak_bytes()),
-                        format_bytes(process_peak_rss_bytes()), format_duration(eta)));
+        say(fmt::format(
+            "iter {}: loss {:.4f}, time {:.1f}ms, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
+            "norm {:.3f}, mem {} (rss {}), eta {}",
+            iter_num_, loss, ms, running_mfu * 100, tok_s, lr, norm,
+            format_bytes(tracker_.peak_bytes()), format_bytes(process_peak_rss_bytes()),
+            format_duration(eta)));
         nlohmann::ordered_json rec;
         rec["iter"] = iter_num_;
         rec["loss"] = loss;

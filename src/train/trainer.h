@@ -12,16 +12,16 @@
 namespace nanogpt {
 
 struct TrainResult {
-  int64_t iter_num = 0;          // iteration reached (== max_iters after a full run)
-  int64_t steps_run = 0;         // optimizer steps taken in this process
+  int64_t iter_num = 0;   // iteration reached (== max_iters after a full run)
+  int64_t steps_run = 0;  // optimizer steps taken in this process
   double wall_seconds = 0;
-  double best_val_loss = 0;      // 1e9 if never evaluated
-  double last_val_loss = -1;     // -1 if never evaluated
-  double last_train_loss = -1;   // mean micro-batch loss of the last step
+  double best_val_loss = 0;     // 1e9 if never evaluated
+  double last_val_loss = -1;    // -1 if never evaluated
+  double last_train_loss = -1;  // mean micro-batch loss of the last step
   double median_step_ms = 0;
   int64_t peak_tracked_bytes = 0;
   int64_t peak_rss_bytes = 0;
-  std::string checkpoint_dir;    // "" if none was written
+  std::string checkpoint_dir;  // "" if none was written
 };
 
 struct TrainOptions {

@@ -1,11 +1,11 @@
 // Tests of the config reader: Python literals, config files, overrides, type checks, suggestions,
 // JSON round trip, and that every shipped config in config/ parses.
+#include "core/config.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include "core/config.h"
 
 namespace nanogpt {
 namespace {
@@ -43,7 +43,8 @@ TEST(ConfigParse, PythonLiterals) {
   EXPECT_EQ(std::get<int64_t>(eval_python_literal("(1 + 2) * 3", "t")), 9);
   EXPECT_EQ(std::get<int64_t>(eval_python_literal("600_000", "t")), 600000);
   EXPECT_EQ(std::get<bool>(eval_python_literal("True", "t")), true);
-  EXPECT_EQ(std::get<std::string>(eval_python_literal("'out-shakespeare'", "t")), "out-shakespeare");
+  EXPECT_EQ(std::get<std::string>(eval_python_literal("'out-shakespeare'", "t")),
+            "out-shakespeare");
   EXPECT_EQ(std::get<std::string>(eval_python_literal("\"a\" + 'b'", "t")), "ab");
   EXPECT_THROW(eval_python_literal("time.time()", "t"), Error);
   EXPECT_THROW(eval_python_literal("1 +", "t"), Error);

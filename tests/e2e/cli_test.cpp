@@ -24,8 +24,8 @@ class CliTest : public ::testing::Test {
   void SetUp() override {
     dir_ = scratch_dir(std::string("cli_") +
                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    RunResult r = run_nanogpt(dir_, "prepare --tokenizer=char --input=" + shakespeare_path() +
-                                        " --out_dir=data/sc");
+    RunResult r = run_nanogpt(
+        dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   std::string dir_;
@@ -90,21 +90,25 @@ std::map<std::string, std::string> loss_records(const std::string& path) {
   for (const auto& j : read_jsonl(path)) {
     std::string iter = std::to_string(j["iter"].get<int64_t>());
     if (j.contains("loss")) out["loss@" + iter] = j["loss"].dump();
-    if (j.contains("val_loss")) out["val@" + iter] = j["val_loss"].dump() + "/" + j["train_loss"].dump();
+    if (j.contains("val_loss"))
+      out["val@" + iter] = j["val_loss"].dump() + "/" + j["train_loss"].dump();
   }
   return out;
 }
 
 TEST_F(CliTest, ResumeIsBitExactWithDropoutAndRandomSampling) {
   std::string common = std::string(kTiny) + " --dropout=0.1 --sampling=random --eval_interval=5";
-  RunResult a = run_nanogpt(dir_, "train " + common + " --max_iters=20 --lr_decay_iters=20 "
-                                  "--out_dir=straight");
+  RunResult a = run_nanogpt(dir_, "train " + common +
+                                      " --max_iters=20 --lr_decay_iters=20 "
+                                      "--out_dir=straight");
   ASSERT_EQ(a.exit_code, 0) << a.output;
-  RunResult b1 = run_nanogpt(dir_, "train " + common + " --max_iters=10 --lr_decay_iters=20 "
-                                   "--out_dir=halves");
+  RunResult b1 = run_nanogpt(dir_, "train " + common +
+                                       " --max_iters=10 --lr_decay_iters=20 "
+                                       "--out_dir=halves");
   ASSERT_EQ(b1.exit_code, 0) << b1.output;
-  RunResult b2 = run_nanogpt(dir_, "train " + common + " --max_iters=20 --lr_decay_iters=20 "
-                                   "--out_dir=halves --init_from=resume");
+  RunResult b2 = run_nanogpt(dir_, "train " + common +
+                                       " --max_iters=20 --lr_decay_iters=20 "
+                                       "--out_dir=halves --init_from=resume");
   ASSERT_EQ(b2.exit_code, 0) << b2.output;
   auto straight = loss_records(dir_ + "/straight/metrics.jsonl");
   auto halves = loss_records(dir_ + "/halves/metrics.jsonl");
@@ -126,7 +130,8 @@ TEST_F(CliTest, TrainSampleAndExport) {
   for (const auto& j : records) {
     if (j.contains("loss")) {
       saw_step = true;
-      for (const char* key : {"iter", "loss", "lr", "ms", "tokens_per_s", "mfu", "peak_mem_bytes"}) {
+      for (const char* key :
+           {"iter", "loss", "lr", "ms", "tokens_per_s", "mfu", "peak_mem_bytes"}) {
         EXPECT_TRUE(j.contains(key)) << key;
       }
     }
@@ -142,10 +147,12 @@ TEST_F(CliTest, TrainSampleAndExport) {
     EXPECT_NE(s.output.find("sampled 100 tokens"), std::string::npos) << s.output;
   }
   // Greedy decoding with and without the cache gives the same text.
-  RunResult g1 = run_nanogpt(dir_, "sample --out_dir=run --num_samples=1 --max_new_tokens=40 "
-                                   "--temperature=0 --kv_cache=True --start=ROMEO:");
-  RunResult g2 = run_nanogpt(dir_, "sample --out_dir=run --num_samples=1 --max_new_tokens=40 "
-                                   "--temperature=0 --kv_cache=False --start=ROMEO:");
+  RunResult g1 = run_nanogpt(dir_,
+                             "sample --out_dir=run --num_samples=1 --max_new_tokens=40 "
+                             "--temperature=0 --kv_cache=True --start=ROMEO:");
+  RunResult g2 = run_nanogpt(dir_,
+                             "sample --out_dir=run --num_samples=1 --max_new_tokens=40 "
+                             "--temperature=0 --kv_cache=False --start=ROMEO:");
   auto text = [](const std::string& s) { return s.substr(0, s.find("---------------")); };
   EXPECT_EQ(text(g1.output), text(g2.output));
   EXPECT_GT(text(g1.output).size(), 40u);
@@ -159,8 +166,8 @@ TEST_F(CliTest, TrainSampleAndExport) {
 }
 
 TEST_F(CliTest, ResumeRejectsADifferentOptimizerAndMissingCheckpoint) {
-  RunResult r = run_nanogpt(dir_, "train " + std::string(kTiny) +
-                                      " --init_from=resume --out_dir=never_trained");
+  RunResult r = run_nanogpt(
+      dir_, "train " + std::string(kTiny) + " --init_from=resume --out_dir=never_trained");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("never_trained"), std::string::npos) << r.output;
 }

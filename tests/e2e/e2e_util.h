@@ -20,8 +20,8 @@ struct RunResult {
 
 // Runs `nanogpt <args>` with the working directory `cwd`.
 inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
-  std::string cmd = "cd '" + cwd + "' && OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) +
-                    "' " + args + " 2>&1";
+  std::string cmd = "cd '" + cwd + "' && OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) + "' " +
+                    args + " 2>&1";
   RunResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;

@@ -1,8 +1,9 @@
 // ModelConfig validation names the offending key.
+#include "model/model_config.h"
+
 #include <gtest/gtest.h>
 
 #include "core/check.h"
-#include "model/model_config.h"
 
 namespace nanogpt {
 namespace {

@@ -1,10 +1,10 @@
 // Tests of temperature / top-k / top-p token selection.
+#include "sample/token_sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <vector>
-
-#include "sample/token_sampler.h"
 
 namespace nanogpt {
 namespace {
@@ -47,7 +47,8 @@ TEST(TokenSampler, SameSeedSameDraws) {
   std::vector<float> logits = {0.5f, 0.4f, 0.3f, 0.2f, 0.1f};
   TokenSampler a({0.9, 3, 0.95}), b({0.9, 3, 0.95});
   Rng ra(7), rb(7);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.sample(logits.data(), 5, ra), b.sample(logits.data(), 5, rb));
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(a.sample(logits.data(), 5, ra), b.sample(logits.data(), 5, rb));
 }
 
 }  // namespace
