@@ -17,11 +17,14 @@ std::string train_help() {
 
 int train_command(const Args& args) {
   TrainConfig config;
-  apply_assignments(config, parse_command_line(args));
+  std::vector<ConfigAssignment> assignments = parse_command_line(args);
+  apply_assignments(config, assignments);
   config.validate();
   fmt::print("effective config:\n{}\n", format_config(config));
   std::fflush(stdout);
-  run_training(config);
+  TrainOptions options;
+  for (const auto& a : assignments) options.explicit_keys.insert(a.key);
+  run_training(config, options);
   return 0;
 }
 

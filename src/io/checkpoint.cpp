@@ -164,10 +164,12 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_in, const ModelConfig& e
   for (const auto& arena : optimizer) {
     const std::string first = arena.name + "." + table.specs().front().name;
     CHECK(opt.contains(first),
-          "'{}' holds no optimizer state '{}' (it has: '{}'); was it written "
-          "by a different optimizer?",
+          "'{}' holds no optimizer state '{}' (it has: '{}'): it was written by optimizer '{}'; "
+          "resume with --optimizer={} (or start a new out_dir)",
           opt.path(), arena.name,
-          out.optimizer_metadata.count("state_names") ? out.optimizer_metadata["state_names"] : "");
+          out.optimizer_metadata.count("state_names") ? out.optimizer_metadata["state_names"] : "",
+          out.optimizer_metadata.count("optimizer") ? out.optimizer_metadata["optimizer"] : "?",
+          out.optimizer_metadata.count("optimizer") ? out.optimizer_metadata["optimizer"] : "?");
     for (const auto& s : table.specs()) {
       opt.read_f32(arena.name + "." + s.name, s.shape, arena.data + s.offset);
     }

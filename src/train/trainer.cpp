@@ -160,6 +160,7 @@ class TrainingRun {
     if (from == "resume") {
       ModelConfig saved = read_checkpoint_config(ckpt_dir_);
       saved.dropout = config_.model.dropout;  // like nanoGPT, dropout may change on resume
+      check_resume_shape(saved);
       config_.model = saved;
     } else if (from != "scratch") {
       CHECK(fs::exists(from),
@@ -248,6 +249,25 @@ class TrainingRun {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));
     }
+  }
+
+  // A model key the user set explicitly must agree with the checkpoint being resumed.
+  void check_resume_shape(ModelConfig saved) {
+    ModelConfig asked = config_.model;
+    auto saved_json = config_to_json(saved);
+    auto asked_json = config_to_json(asked);
+    std::string diffs;
+    for (auto it = saved_json.begin(); it != saved_json.end(); ++it) {
+      if (it.key() == "dropout" || !options_.explicit_keys.count(it.key())) continue;
+      if (asked_json[it.key()] != it.value()) {
+        diffs += fmt::format("{}{} = {} (checkpoint) vs {} (config)", diffs.empty() ? "" : ", ",
+                             it.key(), it.value().dump(), asked_json[it.key()].dump());
+      }
+    }
+    CHECK(diffs.empty(),
+          "cannot resume {}: its architecture differs from the config: {}. Remove those keys to "
+          "resume this run, or give a new --out_dir to start another",
+          ckpt_dir_, diffs);
   }
 
   void restore() {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "train/train_config.h"
@@ -26,6 +27,9 @@ struct TrainResult {
 
 struct TrainOptions {
   bool quiet = false;  // no log lines on stdout (metrics.jsonl is still written)
+  // Keys the user set (config files, --key=value). On resume the model's shape comes from the
+  // checkpoint; a shape key set here to a different value is an error rather than ignored.
+  std::set<std::string> explicit_keys;
 };
 
 // Runs training as configured. Throws nanogpt::Error on bad configuration or files.

@@ -165,11 +165,28 @@ TEST_F(CliTest, TrainSampleAndExport) {
   ASSERT_EQ(f.exit_code, 0) << f.output;
 }
 
-TEST_F(CliTest, ResumeRejectsADifferentOptimizerAndMissingCheckpoint) {
+TEST_F(CliTest, ResumeRejectsMismatchesAndMissingCheckpoint) {
   RunResult r = run_nanogpt(
       dir_, "train " + std::string(kTiny) + " --init_from=resume --out_dir=never_trained");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("never_trained"), std::string::npos) << r.output;
+
+  RunResult t = run_nanogpt(
+      dir_, "train " + std::string(kTiny) + " --max_iters=2 --eval_interval=2 --out_dir=run");
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  r = run_nanogpt(dir_, "train " + std::string(kTiny) +
+                            " --n_layer=3 --max_iters=4 --init_from=resume --out_dir=run");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("n_layer = 2 (checkpoint) vs 3 (config)"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "train " + std::string(kTiny) +
+                            " --optimizer=sgd --max_iters=4 --init_from=resume --out_dir=run");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--optimizer=adamw"), std::string::npos) << r.output;
+  // The checkpoint is intact after the refused resumes: a correct resume continues.
+  r = run_nanogpt(dir_, "train " + std::string(kTiny) +
+                            " --max_iters=4 --eval_interval=2 --init_from=resume --out_dir=run");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from run/ckpt at iteration 2"), std::string::npos) << r.output;
 }
 
 }  // namespace
