@@ -20,8 +20,9 @@ void write_atomic(const std::string& path, std::span<const uint8_t> header,
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   CHECK(f != nullptr, "cannot create '{}': {} (does the directory exist and is it writable?)", tmp,
         std::strerror(errno));
-  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  ok = ok && std::fwrite(tokens.data(), 2, tokens.size(), f) == tokens.size();
+  // (fwrite must not get a null pointer, even for 0 bytes: nanoGPT files have no header.)
+  bool ok = header.empty() || std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  ok = ok && (tokens.empty() || std::fwrite(tokens.data(), 2, tokens.size(), f) == tokens.size());
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
     std::remove(tmp.c_str());
