@@ -3,6 +3,7 @@
 out_dir = 'out-smoke'
 dataset = 'shakespeare_char'
 batch_size = 4
+gradient_accumulation_steps = 1
 block_size = 32
 n_layer = 2
 n_head = 2

@@ -128,9 +128,10 @@ class TrainingRun {
       result_.median_step_ms = sorted[sorted.size() / 2];
     }
     say(fmt::format(
-        "done: {} iterations in {} (median {:.1f} ms/iter), best val loss {}, checkpoint {}, "
-        "peak memory {} tracked / {} RSS",
-        result_.iter_num, format_duration(result_.wall_seconds), result_.median_step_ms,
+        "done: iteration {} ({} steps in this run, {}, median {} per step), best val loss {}, "
+        "checkpoint {}, peak memory {} tracked / {} RSS",
+        result_.iter_num, result_.steps_run, format_duration(result_.wall_seconds),
+        step_ms_.empty() ? std::string("n/a") : fmt::format("{:.1f} ms", result_.median_step_ms),
         result_.last_val_loss < 0 ? std::string("n/a")
                                   : fmt::format("{:.4f}", result_.best_val_loss),
         result_.checkpoint_dir.empty() ? std::string("none") : result_.checkpoint_dir,

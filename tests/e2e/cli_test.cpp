@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 
 // A small run's keys (CPU-recipe-like shapes, tiny so the suite stays fast).
 const char* kTiny =
-    "--dataset=sc --batch_size=4 --block_size=32 --n_layer=2 --n_head=2 --n_embd=32 "
+    "--dataset=sc --batch_size=4 --gradient_accumulation_steps=2 --block_size=32 --n_layer=2 "
+    "--n_head=2 --n_embd=32 "
     "--learning_rate=1e-3 --warmup_iters=2 --min_lr=1e-4 --eval_iters=2 --log_interval=1 "
     "--always_save_checkpoint=True";
 

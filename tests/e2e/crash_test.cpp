@@ -13,7 +13,8 @@ TEST(Crash, KillNineDuringCheckpointingLeavesALoadableCheckpoint) {
       dir, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
   ASSERT_EQ(p.exit_code, 0) << p.output;
   const std::string keys =
-      "--dataset=sc --batch_size=2 --block_size=16 --n_layer=1 --n_head=1 --n_embd=16 "
+      "--dataset=sc --batch_size=2 --gradient_accumulation_steps=1 --block_size=16 --n_layer=1 "
+      "--n_head=1 --n_embd=16 "
       "--eval_interval=1 --eval_iters=1 --log_interval=100 --always_save_checkpoint=True "
       "--out_dir=run";
   // First run: make sure a checkpoint exists, then keep killing runs that resume from it.
