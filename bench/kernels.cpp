@@ -63,7 +63,11 @@ void BM_MatmulBackward(benchmark::State& state) {
       ->Args({N, 768, 3072}) \
       ->Args({N, 3072, 768}) \
       ->Args({N, 768, 50304})
-BENCHMARK(BM_MatmulForward)->MATMUL_SHAPES(256)->MATMUL_SHAPES(4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatmulForward)
+    ->MATMUL_SHAPES(1)
+    ->MATMUL_SHAPES(256)
+    ->MATMUL_SHAPES(4096)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulBackward)
     ->MATMUL_SHAPES(256)
     ->MATMUL_SHAPES(4096)
