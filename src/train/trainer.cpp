@@ -212,6 +212,9 @@ class TrainingRun {
     train_loader_ = std::make_unique<DataLoader>(train_path, lc);
     LoaderConfig ec = lc;
     ec.seed = config_.seed + 7919;  // evaluation batches: a stream of their own
+    // Eval reads a few batches per eval: mapping the files avoids a second RAM copy of train.bin
+    // when the training loader preloads it (its pages are then in the page cache anyway).
+    ec.data_mode = "mmap";
     eval_loaders_[0] = std::make_unique<DataLoader>(train_path, ec);
     eval_loaders_[1] = std::make_unique<DataLoader>(val_path, ec);
 
