@@ -2,6 +2,8 @@
 // make_fixture.py) and a helper that loads their weights into a GPT. Test-only.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -102,6 +104,21 @@ class TorchFixture {
 
 inline std::string fixture_path(const std::string& file) {
   return std::string(NANOGPT_SOURCE_DIR) + "/tests/fixtures/torch/" + file;
+}
+
+// Largest |p[i]| and largest |a[i] - b[i]| over n elements, in double.
+inline double max_abs(const float* p, int64_t n) {
+  double m = 0.0;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(p[i])));
+  return m;
+}
+
+inline double max_abs_diff(const float* a, const float* b, int64_t n) {
+  double m = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    m = std::max(m, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  }
+  return m;
 }
 
 }  // namespace nanogpt::testing

@@ -18,6 +18,8 @@
 namespace nanogpt {
 namespace {
 
+using testing::max_abs;
+using testing::max_abs_diff;
 using testing::TorchFixture;
 
 // Tolerances. Our model is float32 with a different summation order than the float64 reference:
@@ -32,20 +34,6 @@ constexpr double kGradRelTol = 1e-5;    // max|diff| / max|ref|, per tensor
 // 10 AdamW + clip steps: Adam normalizes tiny gradients to lr-sized steps, which can amplify
 // rounding, so the trajectory (loss 4.2 -> 3.7) is compared in absolute terms.
 constexpr double kTrajectoryAbsTol = 1e-5;
-
-double max_abs(const float* p, int64_t n) {
-  double m = 0.0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(p[i])));
-  return m;
-}
-
-double max_abs_diff(const float* a, const float* b, int64_t n) {
-  double m = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    m = std::max(m, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-  }
-  return m;
-}
 
 class GptFixtureTest : public ::testing::TestWithParam<const char*> {
  protected:

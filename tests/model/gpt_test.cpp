@@ -13,11 +13,15 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "fixture.h"
 #include "kernels/context.h"
 #include "model/init.h"
 
 namespace nanogpt {
 namespace {
+
+using testing::max_abs;
+using testing::max_abs_diff;
 
 ModelConfig tiny_config(bool bias = true, double dropout = 0.0) {
   ModelConfig c;
@@ -54,18 +58,6 @@ void randomize(GPT& model, uint64_t seed) {
         p[i] *= 5.0f;
     }
   }
-}
-
-double max_abs(const float* p, int64_t n) {
-  double m = 0.0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(static_cast<double>(p[i])));
-  return m;
-}
-
-double max_abs_diff(const float* a, const float* b, int64_t n) {
-  double m = 0.0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
-  return m;
 }
 
 TEST(GptInit, FollowsNanoGptStatistics) {

@@ -12,18 +12,10 @@
 namespace nanogpt {
 namespace {
 
+using test::error_of;
 using test::read_file;
 using test::temp_dir;
 using test::write_file;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(CharTokenizer, TinyShakespeareHas65Chars) {
   const std::string text = read_file(std::string(NANOGPT_SHARED_DIR) + "/data/tinyshakespeare.txt");

@@ -15,20 +15,12 @@
 namespace nanogpt {
 namespace {
 
+using test::error_of;
 using test::kFixtureDir;
 using test::read_file;
 using test::temp_dir;
 using test::write_file;
 using Gpt2 = test::Gpt2Test;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::string random_bytes(std::mt19937& rng, size_t max_len) {
   std::uniform_int_distribution<size_t> len(0, max_len);
