@@ -25,8 +25,8 @@ ModelSource load_model_source(const std::string& init_from, const std::string& o
     return src;
   }
   CHECK(std::filesystem::exists(init_from),
-        "init_from = '{}': expected 'resume' or a path to an existing HF model.safetensors or "
-        "llm.c model .bin",
+        "init_from = '{}': expected 'resume' (or 'scratch' when training) or a path to an "
+        "existing HF model.safetensors or llm.c model .bin file",
         init_from);
   bool hf = init_from.size() >= 12 && init_from.substr(init_from.size() - 12) == ".safetensors";
   LoadedModel loaded = hf ? load_hf_gpt2(init_from) : load_llmc_model(init_from);

@@ -24,14 +24,13 @@
 #include "data/dataset_files.h"
 #include "data/loader.h"
 #include "io/checkpoint.h"
-#include "io/hf_gpt2.h"
-#include "io/llmc_model.h"
 #include "kernels/context.h"
 #include "model/gpt.h"
 #include "optim/grad_clip.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/metrics.h"
+#include "train/model_source.h"
 
 namespace nanogpt {
 
@@ -44,11 +43,6 @@ std::string checkpoint_dir_of(const std::string& out_dir) {
 namespace {
 
 constexpr int kStateVersion = 1;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
@@ -164,19 +158,12 @@ class TrainingRun {
       check_resume_shape(saved);
       config_.model = saved;
     } else if (from != "scratch") {
-      CHECK(fs::exists(from),
-            "init_from = '{}': expected 'scratch', 'resume', or a path to an existing HF "
-            "model.safetensors or llm.c model .bin file",
-            from);
-      LoadedModel loaded =
-          ends_with(from, ".safetensors") ? load_hf_gpt2(from) : load_llmc_model(from);
+      // Weights file: the shape (and GELU form) come from it; dropout stays as configured.
+      ModelSource src = load_model_source(from, config_.out_dir);
       double dropout = config_.model.dropout;
-      std::string gelu = config_.model.gelu;
-      config_.model = loaded.config;
+      config_.model = src.config;
       config_.model.dropout = dropout;
-      if (ends_with(from, ".safetensors")) config_.model.gelu = loaded.config.gelu;
-      (void)gelu;
-      loaded_params = std::move(loaded.params);
+      loaded_params = std::move(src.params);
     } else if (config_.model.vocab_size == 0) {
       config_.model.vocab_size = dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")
                                      ? dataset_meta_["vocab_size"].get<int>()
