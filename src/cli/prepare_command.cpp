@@ -18,8 +18,7 @@ std::string prepare_help() {
 
 int prepare_command(const Args& args) {
   PrepareConfig config;
-  apply_assignments(config, parse_command_line(args));
-  config.validate();
+  apply_assignments(config, parse_command_line(args));  // run_prepare validates
   PrepareReport report = run_prepare(config);
   fmt::print("{}", report.summary());
   return 0;

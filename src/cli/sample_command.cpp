@@ -65,7 +65,8 @@ int sample_command(const Args& args) {
   std::copy(src.params.begin(), src.params.end(), model.params().begin());
   KernelContext ctx;
 
-  std::vector<TokenId> encoded = tokenizer->encode(read_start(config.start));
+  const std::string start = read_start(config.start);
+  std::vector<TokenId> encoded = tokenizer->encode(start);
   std::vector<int> prompt(encoded.begin(), encoded.end());
   if (prompt.empty() && tokenizer->eot_token() >= 0) prompt.push_back(tokenizer->eot_token());
   TokenSampler sampler({config.temperature, static_cast<int>(config.top_k), config.top_p});
@@ -78,7 +79,7 @@ int sample_command(const Args& args) {
   int64_t generated = 0;
   Timer timer;
   for (int64_t s = 0; s < config.num_samples; ++s) {
-    std::fputs(read_start(config.start).c_str(), stdout);
+    std::fputs(start.c_str(), stdout);
     generate(model, ctx, prompt, sampler, rng, opt, [&](int id) {
       ++generated;
       TokenId t = static_cast<TokenId>(id);

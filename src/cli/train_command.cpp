@@ -19,7 +19,7 @@ int train_command(const Args& args) {
   TrainConfig config;
   std::vector<ConfigAssignment> assignments = parse_command_line(args);
   apply_assignments(config, assignments);
-  config.validate();
+  config.validate();  // before printing: a bad key's message should come first
   fmt::print("effective config:\n{}\n", format_config(config));
   std::fflush(stdout);
   TrainOptions options;
