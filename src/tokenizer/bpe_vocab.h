@@ -23,6 +23,11 @@ class BpeVocab {
   // Reads vocab_dir/encoder.json and vocab_dir/vocab.bpe; throws nanogpt::Error naming the file
   // and what is wrong (missing, malformed, inconsistent).
   static BpeVocab load(const std::filesystem::path& vocab_dir);
+  // The same from the two files' bytes; encoder_name and merges_name name them in errors.
+  static BpeVocab parse(std::string_view encoder_json, std::string_view vocab_bpe,
+                        const std::string& encoder_name, const std::string& merges_name);
+  // GPT-2's vocabulary compiled into the binary (embedded_vocab.h): no files needed at run time.
+  static BpeVocab embedded();
 
   size_t size() const { return tokens_.size(); }
   size_t num_merges() const { return num_merges_; }

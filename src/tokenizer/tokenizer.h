@@ -29,13 +29,14 @@ class Tokenizer {
 };
 
 // Reads data_dir/meta.json: {"tokenizer": "char", ...} -> CharTokenizer (also nanoGPT's meta with
-// only vocab_size/itos/stoi); {"tokenizer": "gpt2", "vocab_dir": ...} -> Gpt2Tokenizer. A relative
-// vocab_dir is taken relative to data_dir. Throws nanogpt::Error naming the file and the problem.
+// only vocab_size/itos/stoi); {"tokenizer": "gpt2"} -> Gpt2Tokenizer with the built-in vocabulary,
+// or with "vocab_dir": ... the files there (a relative vocab_dir is taken relative to data_dir).
+// Throws nanogpt::Error naming the file and the problem.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& data_dir);
 
-// Writes the meta.json of a GPT-2 BPE dataset to `path`: {"tokenizer": "gpt2", "vocab_dir":
-// <absolute vocab_dir>, "vocab_size": 50257, "eot": 50256}. Checks that vocab_dir holds
-// encoder.json and vocab.bpe.
+// Writes the meta.json of a GPT-2 BPE dataset to `path`: {"tokenizer": "gpt2", "vocab_size": 50257,
+// "eot": 50256}, plus "vocab_dir": <absolute vocab_dir> when vocab_dir is not empty (then checks
+// that it holds encoder.json and vocab.bpe); an empty vocab_dir means the built-in vocabulary.
 void write_gpt2_meta(const std::filesystem::path& path, const std::filesystem::path& vocab_dir);
 
 }  // namespace nanogpt

@@ -188,6 +188,15 @@ TEST(Prepare, Gpt2BothFormatsAndThreads) {
   EXPECT_EQ(meta["format"], "nanogpt");
   EXPECT_TRUE(fs::path(meta["vocab_dir"].get<std::string>()).is_absolute());
 
+  // The built-in vocabulary (vocab_dir left empty) gives the same ids and a meta.json without a
+  // vocab_dir, so the dataset does not depend on any file outside it.
+  PrepareConfig builtin = config("b1", "nanogpt", 2);
+  builtin.vocab_dir.clear();
+  run_prepare(builtin);
+  EXPECT_EQ(testing::read_all(dir.file("b1/train.bin")),
+            testing::read_all(dir.file("n1/train.bin")));
+  EXPECT_FALSE(read_json(dir.file("b1/meta.json")).contains("vocab_dir"));
+
   // llmc format: EOT before each document, headered shards, same ids otherwise.
   run_prepare(config("l2", "llmc", 2));
   TokenFile ltrain(dir.file("l2/train.bin"), {.vocab_size = 50257});

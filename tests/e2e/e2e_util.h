@@ -18,10 +18,9 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `nanogpt <args>` with the working directory `cwd`.
-inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
-  std::string cmd = "cd '" + cwd + "' && OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) + "' " +
-                    args + " 2>&1";
+// Runs the shell command `command` with the working directory `cwd`.
+inline RunResult run_command(const std::string& cwd, const std::string& command) {
+  std::string cmd = "cd '" + cwd + "' && " + command + " 2>&1";
   RunResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -31,6 +30,11 @@ inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
   int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs `nanogpt <args>` with the working directory `cwd`.
+inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
+  return run_command(cwd, "OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) + "' " + args);
 }
 
 // A fresh scratch directory for one test.

@@ -209,19 +209,49 @@ TEST_F(Gpt2, FactoryLoadsGpt2Meta) {
   write_file(dir / "meta.json",
              nlohmann::json{{"tokenizer", "gpt2"}, {"vocab_dir", rel.string()}}.dump());
   EXPECT_EQ(load_tokenizer(dir)->vocab_size(), 50257);
-  write_file(dir / "meta.json", R"({"tokenizer": "gpt2"})");
+  write_file(dir / "meta.json", R"({"tokenizer": "gpt2", "vocab_dir": 7})");
   EXPECT_NE(error_of([&] { load_tokenizer(dir); }).find("vocab_dir"), std::string::npos);
+  write_file(dir / "meta.json", R"({"tokenizer": "gpt2", "vocab_dir": "no/such/dir"})");
+  EXPECT_NE(error_of([&] { load_tokenizer(dir); }).find("no/such/dir"), std::string::npos);
+}
+
+TEST_F(Gpt2, EmbeddedVocabularyIsTheNpmOne) {
+  // The vocabulary compiled into the binary encodes and decodes exactly as the files do.
+  const Gpt2Tokenizer embedded;
+  const Gpt2Tokenizer empty_dir{std::filesystem::path()};
+  EXPECT_EQ(embedded.vocab_size(), 50257);
+  EXPECT_EQ(empty_dir.vocab_size(), 50257);
+  EXPECT_EQ(embedded.vocab().num_merges(), tok_->vocab().num_merges());
+  for (uint32_t id = 0; id < 50257; ++id) {
+    ASSERT_EQ(embedded.vocab().token_bytes(id), tok_->vocab().token_bytes(id)) << id;
+  }
+  const std::string text =
+      read_file(std::filesystem::path(NANOGPT_SOURCE_DIR) / "tests/fixtures/bpe/stress.txt");
+  EXPECT_EQ(embedded.encode(text), tok_->encode(text));
+}
+
+TEST(Gpt2Meta, NoVocabDirMeansTheBuiltInVocabulary) {
+  const auto dir = temp_dir("gpt2_builtin_meta");
+  write_gpt2_meta(dir / "meta.json", std::filesystem::path());
+  const auto meta = nlohmann::json::parse(read_file(dir / "meta.json"));
+  EXPECT_EQ(meta["tokenizer"], "gpt2");
+  EXPECT_FALSE(meta.contains("vocab_dir"));
+  auto tok = load_tokenizer(dir);
+  EXPECT_EQ(tok->encode("Hello world"), (std::vector<TokenId>{15496, 995}));
+  write_file(dir / "meta.json", R"({"tokenizer": "gpt2", "vocab_size": 50000})");
+  EXPECT_NE(error_of([&] { load_tokenizer(dir); }).find("built into nanogpt"), std::string::npos);
 }
 
 TEST(Gpt2Errors, MissingOrBrokenVocabFilesAreNamed) {
   const auto dir = temp_dir("gpt2_missing");
   std::string msg = error_of([&] { Gpt2Tokenizer tok(dir); });
   EXPECT_NE(msg.find((dir / "encoder.json").string()), std::string::npos) << msg;
-  EXPECT_NE(msg.find("setup.sh"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("leave vocab_dir empty"), std::string::npos) << msg;
   msg = error_of([&] { write_gpt2_meta(dir / "meta.json", dir); });
   EXPECT_NE(msg.find("encoder.json"), std::string::npos) << msg;
 
   write_file(dir / "encoder.json", R"({"!": 0, "\"": 1)");
+  write_file(dir / "vocab.bpe", "#version: 0.2\n");  // no merges
   msg = error_of([&] { Gpt2Tokenizer tok(dir); });
   EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
 
