@@ -138,6 +138,8 @@ void config_from_json(Config& config, const nlohmann::json& j, const std::string
     if (it->is_boolean()) {
       value = it->get<bool>();
     } else if (it->is_number_integer()) {
+      CHECK(!it->is_number_unsigned() || it->get<uint64_t>() <= INT64_MAX,
+            "{}: key '{}' = {} does not fit in a 64-bit integer", origin, it.key(), it->dump());
       value = it->get<int64_t>();
     } else if (it->is_number()) {
       value = it->get<double>();

@@ -36,6 +36,8 @@ ConfigValue eval_python_literal(std::string_view expr, const std::string& origin
 // Reads a config file. Blank lines and # comments are skipped; every other line must be
 // `name = expression`. Errors name the file and line and show the text.
 std::vector<ConfigAssignment> parse_config_file(const std::string& path);
+// The same for a config file's text; `path` names it in errors ("config/x.py:12").
+std::vector<ConfigAssignment> parse_config_text(std::string_view text, const std::string& path);
 
 // Parses "--key=value". The value is a Python literal if it parses as one, otherwise the raw
 // text as a string (so --init_from=resume works, as in nanoGPT's configurator).

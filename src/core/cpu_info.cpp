@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "core/timer.h"
 
@@ -107,6 +108,23 @@ std::filesystem::path default_cache_dir() {
 }
 
 }  // namespace
+
+double measure_memory_bandwidth(int threads) {
+  const int64_t n = int64_t{8} << 20;  // floats per array: 32 MiB
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  double best = 0;
+  for (int rep = 0; rep < 6; ++rep) {
+    const float s = 0.5f + static_cast<float>(rep);
+    Timer timer;
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+    if (rep > 0)
+      best = std::max(best, 3.0 * sizeof(float) * static_cast<double>(n) / timer.seconds());
+  }
+  volatile float sink = a[n / 2];
+  (void)sink;
+  return best;
+}
 
 PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use_cache) {
   namespace fs = std::filesystem;

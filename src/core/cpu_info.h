@@ -21,4 +21,9 @@ std::string cpu_simd_features();
 // An empty cache_dir means $XDG_CACHE_HOME/nanogpt or ~/.cache/nanogpt.
 PeakFlops measure_peak_flops(int threads, const std::string& cache_dir = "", bool use_cache = true);
 
+// Sustained memory bandwidth in bytes/s on `threads` threads: the best of a few passes of a
+// STREAM-style triad (a = b + s*c) over three 32 MiB arrays (larger than the caches), counting
+// 3 arrays moved per pass. Allocates 96 MiB for about 0.1 s.
+double measure_memory_bandwidth(int threads);
+
 }  // namespace nanogpt

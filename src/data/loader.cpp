@@ -2,8 +2,10 @@
 #include "data/loader.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "core/check.h"
+#include "core/json_util.h"
 #include "data/widen.h"
 
 namespace nanogpt {
@@ -23,25 +25,25 @@ nlohmann::json LoaderState::to_json() const {
 
 LoaderState LoaderState::from_json(const nlohmann::json& j, const std::string& origin) {
   LoaderState s;
-  try {
-    const auto& words = j.at("rng");
-    CHECK(words.is_array() && words.size() == 4, "{}: loader state 'rng' must be 4 words", origin);
-    for (size_t i = 0; i < 4; ++i) s.rng[i] = std::stoull(words[i].get<std::string>());
-    s.shard = j.at("shard").get<int64_t>();
-    s.pos = j.at("pos").get<int64_t>();
-    s.batches = j.at("batches").get<int64_t>();
-    s.batch_size = j.at("batch_size").get<int64_t>();
-    s.block_size = j.at("block_size").get<int64_t>();
-    s.world_size = j.at("world_size").get<int>();
-    s.rank = j.at("rank").get<int>();
-  } catch (const nlohmann::json::exception& e) {
-    fail(
-        "{}: malformed loader state ({}); expected keys rng (4 decimal strings), shard, pos, "
-        "batches, batch_size, block_size, world_size, rank",
-        origin, e.what());
-  } catch (const std::logic_error& e) {  // stoull
-    fail("{}: loader state 'rng' words must be decimal uint64 strings ({})", origin, e.what());
+  const nlohmann::json& words = json_at(j, "rng", origin);
+  CHECK(words.is_array() && words.size() == 4,
+        "{}: loader state 'rng' must be 4 words (decimal strings), found {}", origin, words.dump());
+  for (size_t i = 0; i < 4; ++i) {
+    const std::string w = words[i].is_string() ? words[i].get<std::string>() : "";
+    const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), s.rng[i]);
+    CHECK(!w.empty() && ec == std::errc() && end == w.data() + w.size(),
+          "{}: loader state 'rng' word {} must be a decimal uint64 string, found {}", origin, i,
+          words[i].dump());
   }
+  CHECK(s.rng != decltype(s.rng){},
+        "{}: loader state 'rng' words are all 0, which is not a valid xoshiro256** state", origin);
+  s.shard = json_integer<int64_t>(j, "shard", origin, 0);
+  s.pos = json_integer<int64_t>(j, "pos", origin, 0);
+  s.batches = json_integer<int64_t>(j, "batches", origin, 0);
+  s.batch_size = json_integer<int64_t>(j, "batch_size", origin, 0);
+  s.block_size = json_integer<int64_t>(j, "block_size", origin, 0);
+  s.world_size = json_integer<int>(j, "world_size", origin, 1);
+  s.rank = json_integer<int>(j, "rank", origin, 0, s.world_size - 1);
   return s;
 }
 
@@ -179,7 +181,7 @@ void DataLoader::set_state(const LoaderState& s) {
           "loader state: shard {} out of range (this loader has {} files)", s.shard, num_files());
     const int64_t base = s.pos - static_cast<int64_t>(config_.rank) * BT;
     const int64_t step = static_cast<int64_t>(config_.world_size) * BT;
-    CHECK(base >= 0 && base % step == 0 && base + step + 1 <= files_[s.shard].size(),
+    CHECK(base >= 0 && base % step == 0 && base <= files_[s.shard].size() - step - 1,
           "loader state: position {} is not a valid batch start for rank {} in '{}' ({} tokens); "
           "was the state saved for a different dataset?",
           s.pos, config_.rank, files_[s.shard].path(), files_[s.shard].size());

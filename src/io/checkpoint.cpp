@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <filesystem>
 
 #include "core/check.h"
+#include "core/json_util.h"
 #include "io/file_util.h"
 #include "io/hf_gpt2.h"
 #include "io/safetensors.h"
@@ -27,57 +29,38 @@ nlohmann::json digest_json(const FileDigest& d) {
 }
 
 nlohmann::json parse_json_file(const std::string& path) {
-  const std::string text = read_text_file(path);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail("'{}' is not valid JSON ({})", path, e.what());
-  }
+  return parse_json(read_text_file(path), path);
 }
 
-// Reads manifest.json of `dir`, checks format and version, and verifies every listed file (or
-// only `only` when not empty).
+// Reads manifest.json of `dir` and verifies every listed file (or only `only` when not empty).
 void verify_checkpoint_files(const std::string& dir, const std::string& only = "") {
   const std::string manifest_path = dir + "/" + kManifest;
   CHECK(std::filesystem::exists(manifest_path),
         "'{}' is missing: '{}' is not a complete "
         "checkpoint (written by an older tool or interrupted?)",
         manifest_path, dir);
-  const nlohmann::json m = parse_json_file(manifest_path);
-  CHECK(m.is_object() && m.value("format", "") == kFormatName && m.contains("format_version") &&
-            m["format_version"].is_number_integer() && m.contains("files"),
-        "'{}' is not a {} manifest", manifest_path, kFormatName);
-  const int version = m["format_version"].get<int>();
-  CHECK(version <= kCheckpointFormatVersion,
-        "'{}': checkpoint format version {} is newer than "
-        "this build reads (up to {}); update nanogpt.cpp to load it",
-        manifest_path, version, kCheckpointFormatVersion);
-  CHECK(version >= 1, "'{}': invalid checkpoint format version {}", manifest_path, version);
-  for (const char* required : {kModel, kConfig, kOptimizer, kState}) {
-    CHECK(m["files"].contains(required), "'{}' does not list '{}'", manifest_path, required);
-  }
-  for (auto it = m["files"].begin(); it != m["files"].end(); ++it) {
-    if (!only.empty() && it.key() != only) continue;
-    const std::string path = dir + "/" + it.key();
+  const CheckpointManifest m =
+      parse_checkpoint_manifest(read_text_file(manifest_path), manifest_path);
+  for (const auto& [name, expected] : m.files) {
+    if (!only.empty() && name != only) continue;
+    const std::string path = dir + "/" + name;
     CHECK(std::filesystem::exists(path), "checkpoint file '{}' is missing (listed in '{}')", path,
           manifest_path);
     const FileDigest d = digest_file(path);
-    const uint64_t bytes = it.value().at("bytes").get<uint64_t>();
-    const std::string crc = it.value().at("crc32c").get<std::string>();
-    CHECK(d.bytes == bytes,
+    CHECK(d.bytes == expected.bytes,
           "checkpoint file '{}' has {} bytes but the manifest records {} "
           "(truncated or modified)",
-          path, d.bytes, bytes);
-    CHECK(fmt::format("{:08x}", d.crc32c) == crc,
+          path, d.bytes, expected.bytes);
+    CHECK(d.crc32c == expected.crc32c,
           "checkpoint file '{}' is corrupted: CRC-32C "
-          "{:08x}, manifest records {}",
-          path, d.crc32c, crc);
+          "{:08x}, manifest records {:08x}",
+          path, d.crc32c, expected.crc32c);
   }
 }
 
 ModelConfig read_config(const std::string& dir) {
   const std::string path = dir + "/" + kConfig;
-  return model_config_from_hf_json(parse_json_file(path), path);
+  return parse_hf_config(read_text_file(path), path);
 }
 
 // "n_layer: checkpoint 6, expected 4; ..." for the architecture keys that differ; "" if none.
@@ -97,6 +80,47 @@ std::string architecture_diff(const ModelConfig& found, const ModelConfig& expec
 }
 
 }  // namespace
+
+CheckpointManifest parse_checkpoint_manifest(std::string_view text,
+                                             const std::string& manifest_path) {
+  const nlohmann::json m = parse_json(text, manifest_path);
+  const bool ours = m.is_object() && m.contains("format") && m["format"] == kFormatName;
+  CHECK(ours, "'{}' is not a {} manifest (its \"format\" must be \"{}\")", manifest_path,
+        kFormatName, kFormatName);
+  CheckpointManifest out;
+  const int64_t version =
+      json_integer<int64_t>(m, "format_version", fmt::format("'{}'", manifest_path));
+  CHECK(version <= kCheckpointFormatVersion,
+        "'{}': checkpoint format version {} is newer than "
+        "this build reads (up to {}); update nanogpt.cpp to load it",
+        manifest_path, version, kCheckpointFormatVersion);
+  CHECK(version >= 1, "'{}': invalid checkpoint format version {} (expected 1..{})", manifest_path,
+        version, kCheckpointFormatVersion);
+  out.format_version = static_cast<int>(version);
+  const nlohmann::json& files = json_at(m, "files", fmt::format("'{}'", manifest_path));
+  CHECK(files.is_object(),
+        "'{}': \"files\" must be an object {{name: {{bytes, crc32c}}}}, found {}", manifest_path,
+        files.type_name());
+  for (const char* required : {kModel, kConfig, kOptimizer, kState}) {
+    CHECK(files.contains(required), "'{}' does not list '{}'", manifest_path, required);
+  }
+  for (auto it = files.begin(); it != files.end(); ++it) {
+    const std::string& name = it.key();
+    const std::string origin = fmt::format("'{}': files.\"{}\"", manifest_path, name);
+    // Names are plain file names inside the checkpoint directory (nothing outside it is read).
+    CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+              name.find('\0') == std::string::npos,
+          "{}: not a file name inside the checkpoint directory", origin);
+    const uint64_t bytes = json_integer<uint64_t>(it.value(), "bytes", origin);
+    const std::string crc = json_string(it.value(), "crc32c", origin);
+    uint32_t value = 0;
+    const auto [end, ec] = std::from_chars(crc.data(), crc.data() + crc.size(), value, 16);
+    CHECK(crc.size() == 8 && ec == std::errc() && end == crc.data() + crc.size(),
+          "{}: crc32c \"{}\" is not 8 hex digits (e.g. \"0a1b2c3d\")", origin, crc);
+    out.files[name] = {bytes, value};
+  }
+  return out;
+}
 
 void save_checkpoint(const std::string& dir, const ModelConfig& config, const ParamTable& table,
                      const float* params, const std::vector<ConstStateArena>& optimizer,
@@ -140,7 +164,23 @@ void save_checkpoint(const std::string& dir, const ModelConfig& config, const Pa
 ModelConfig read_checkpoint_config(const std::string& dir_in) {
   const std::string dir = resolve_committed_dir(dir_in);
   verify_checkpoint_files(dir, kConfig);  // the big files are verified by load_checkpoint
-  return read_config(dir);
+  const ModelConfig config = read_config(dir);
+  // Callers size the parameter arena from this config before load_checkpoint reads the tensors:
+  // a config.json describing a bigger model than model.safetensors (F32) holds stops here.
+  const std::string model_path = dir + "/" + kModel;
+  std::error_code ec;
+  const uintmax_t model_bytes = std::filesystem::file_size(model_path, ec);
+  if (!ec) {
+    int64_t numel = 0;
+    const ParamTable table(config);
+    for (const auto& s : table.specs()) numel += s.numel;
+    CHECK(
+        static_cast<uintmax_t>(numel) * 4 <= model_bytes,
+        "'{}/{}' describes a model of {} parameters ({} bytes as F32) but '{}' has only {} bytes; "
+        "the checkpoint is corrupted or mixed from two runs",
+        dir, kConfig, numel, numel * 4, model_path, model_bytes);
+  }
+  return config;
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& dir_in, const ModelConfig& expected,

@@ -7,9 +7,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/atomic_dir.h"
+#include "io/file_util.h"
 #include "model/params.h"
 
 namespace nanogpt {
@@ -26,6 +28,16 @@ struct StateArena {
   std::string name;
   float* data = nullptr;
 };
+
+// manifest.json: the format version and the size and CRC-32C of every file of the checkpoint.
+struct CheckpointManifest {
+  int format_version = 0;
+  std::map<std::string, FileDigest> files;  // file name (in the checkpoint directory) -> digest
+};
+
+// Parses and validates manifest.json's text (format name and version, the four required files,
+// each entry's bytes and crc32c); throws nanogpt::Error naming `path` and the key.
+CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::string& path);
 
 struct CheckpointSaveOptions {
   FaultHook fault_hook;  // tests: fail or crash at a named stage (see atomic_dir.h)

@@ -2,9 +2,12 @@
 #include "io/hf_gpt2.h"
 
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "core/check.h"
+#include "core/config.h"
+#include "core/json_util.h"
 #include "io/transpose.h"
 
 namespace nanogpt {
@@ -30,13 +33,12 @@ std::string strip_prefix(const std::string& name) {
   return name.compare(0, p.size(), p) == 0 ? name.substr(p.size()) : name;
 }
 
-template <typename T>
-T json_get(const nlohmann::json& j, const char* key, const std::string& path) {
-  CHECK(j.contains(key), "'{}': missing key '{}'", path, key);
+// config.validate() with the file named in the error.
+void validate_from(const ModelConfig& config, const std::string& path) {
   try {
-    return j.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    fail("'{}': key '{}' has the wrong type (found {})", path, key, j.at(key).dump());
+    config.validate();
+  } catch (const Error& e) {
+    fail("'{}': {}", path, e.what());
   }
 }
 
@@ -75,28 +77,27 @@ ModelConfig model_config_from_hf_json(const nlohmann::json& j, const std::string
   ModelConfig c;
   if (j.contains("nanogpt_model_config")) {
     const auto& ours = j.at("nanogpt_model_config");
-    c.visit([&](const char* key, auto& field, const char*) {
-      using T = std::decay_t<decltype(field)>;
+    const std::string origin = fmt::format("'{}': nanogpt_model_config", path);
+    CHECK(ours.is_object(), "{} must be an object of ModelConfig keys, found {}", origin,
+          ours.type_name());
+    c.visit([&](const char* key, auto&, const char*) {
       CHECK(ours.contains(key), "'{}': nanogpt_model_config lacks '{}'", path, key);
-      try {
-        field = ours.at(key).get<T>();
-      } catch (const nlohmann::json::exception&) {
-        fail("'{}': nanogpt_model_config.{} has the wrong type ({})", path, key,
-             ours.at(key).dump());
-      }
     });
-    c.validate();
+    config_from_json(c, ours, origin);  // type and range checks per key
+    validate_from(c, path);
     return c;
   }
-  c.n_layer = json_get<int>(j, "n_layer", path);
-  c.n_head = json_get<int>(j, "n_head", path);
-  c.n_embd = json_get<int>(j, "n_embd", path);
-  c.block_size = json_get<int>(j, "n_positions", path);
-  c.vocab_size = json_get<int>(j, "vocab_size", path);
+  const int kMax = std::numeric_limits<int>::max();
+  const std::string origin = "'" + path + "'";
+  c.n_layer = json_integer<int>(j, "n_layer", origin, 1, kMax);
+  c.n_head = json_integer<int>(j, "n_head", origin, 1, kMax);
+  c.n_embd = json_integer<int>(j, "n_embd", origin, 1, kMax);
+  c.block_size = json_integer<int>(j, "n_positions", origin, 1, kMax);
+  c.vocab_size = json_integer<int>(j, "vocab_size", origin, 1, kMax);
   c.bias = true;
   c.dropout = 0.0;
   const std::string act = j.contains("activation_function")
-                              ? json_get<std::string>(j, "activation_function", path)
+                              ? json_string(j, "activation_function", origin)
                               : "gelu_new";
   if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") {
     c.gelu = "tanh";
@@ -106,14 +107,18 @@ ModelConfig model_config_from_hf_json(const nlohmann::json& j, const std::string
     fail("'{}': activation_function '{}' is not supported (expected gelu_new or gelu)", path, act);
   }
   if (j.contains("layer_norm_epsilon")) {
-    const double eps = json_get<double>(j, "layer_norm_epsilon", path);
+    const double eps = json_number(j, "layer_norm_epsilon", origin);
     CHECK(std::abs(eps - 1e-5) < 1e-9,
           "'{}': layer_norm_epsilon {} is not supported (our "
           "LayerNorm uses 1e-5)",
           path, eps);
   }
-  c.validate();
+  validate_from(c, path);
   return c;
+}
+
+ModelConfig parse_hf_config(std::string_view text, const std::string& path) {
+  return model_config_from_hf_json(parse_json(text, path), path);
 }
 
 FileDigest write_hf_safetensors(const std::string& path, const ModelConfig& config,
@@ -141,8 +146,9 @@ FileDigest write_hf_safetensors(const std::string& path, const ModelConfig& conf
   return w.write(path);
 }
 
-void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
-                    const ParamTable& table, float* params) {
+std::map<std::string, std::string> check_hf_params(const SafeTensorsReader& file,
+                                                   const ModelConfig& config,
+                                                   const ParamTable& table) {
   // Map our names to the file's (with or without "transformer.").
   std::map<std::string, std::string> by_ours;
   for (const auto& [name, info] : file.tensors()) {
@@ -152,19 +158,19 @@ void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
           "the 'transformer.' prefix)",
           file.path(), ours);
   }
-  std::set<std::string> used;
-  std::vector<float> tmp;
+  std::map<std::string, std::string> matched;
   for (const auto& s : table.specs()) {
     auto it = by_ours.find(s.name);
     CHECK(it != by_ours.end(),
           "'{}': missing tensor '{}' (model config: n_layer={}, bias={}); "
           "is this a GPT-2 file matching the config?",
           file.path(), s.name, config.n_layer, config.bias ? "True" : "False");
-    used.insert(it->first);
     const std::string& fname = it->second;
-    float* dst = params + s.offset;
+    const auto& info = file.info(fname);
+    CHECK(info.dtype == "F32" || info.dtype == "BF16" || info.dtype == "F16",
+          "'{}': tensor '{}' has dtype {}; expected F32, BF16 or F16", file.path(), fname,
+          info.dtype);
     if (s.name == "wte.weight") {
-      const auto& info = file.info(fname);
       const int64_t C = s.shape[1], Vp = s.shape[0];
       CHECK(info.shape.size() == 2 && info.shape[1] == C && info.shape[0] >= config.vocab_size &&
                 info.shape[0] <= Vp,
@@ -172,6 +178,35 @@ void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
             "padded to {}, n_embd {})",
             file.path(), fname, shape_string(info.shape), config.vocab_size, Vp, C,
             config.vocab_size, Vp, C);
+    } else {
+      const std::vector<int64_t> expected =
+          s.transposed_in_hf ? std::vector<int64_t>{s.shape[1], s.shape[0]} : s.shape;
+      CHECK(info.shape == expected,
+            "'{}': tensor '{}' has shape {} but the model expects {} "
+            "(does the model config match the file?)",
+            file.path(), fname, shape_string(info.shape), shape_string(expected));
+    }
+    matched.emplace(s.name, fname);
+  }
+  for (const auto& [ours, name] : by_ours) {
+    CHECK(matched.count(ours) || is_ignorable(ours, config),
+          "'{}': unexpected tensor '{}' for a model with n_layer={}, bias={} (does the config "
+          "match the file?)",
+          file.path(), name, config.n_layer, config.bias ? "True" : "False");
+  }
+  return matched;
+}
+
+void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
+                    const ParamTable& table, float* params) {
+  const std::map<std::string, std::string> matched = check_hf_params(file, config, table);
+  std::vector<float> tmp;
+  for (const auto& s : table.specs()) {
+    const std::string& fname = matched.at(s.name);
+    float* dst = params + s.offset;
+    if (s.name == "wte.weight") {
+      const auto& info = file.info(fname);
+      const int64_t C = s.shape[1], Vp = s.shape[0];
       file.read_f32(fname, info.shape, dst);
       std::fill(dst + info.shape[0] * C, dst + Vp * C, 0.0f);
     } else if (s.transposed_in_hf) {
@@ -182,12 +217,6 @@ void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
     } else {
       file.read_f32(fname, s.shape, dst);
     }
-  }
-  for (const auto& [ours, name] : by_ours) {
-    CHECK(used.count(ours) || is_ignorable(ours, config),
-          "'{}': unexpected tensor '{}' for a model with n_layer={}, bias={} (does the config "
-          "match the file?)",
-          file.path(), name, config.n_layer, config.bias ? "True" : "False");
   }
 }
 
@@ -201,13 +230,7 @@ LoadedModel load_hf_gpt2(const std::string& model_path, const std::string& confi
   }
   ModelConfig config;
   if (!cfg_path.empty()) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_text_file(cfg_path));
-    } catch (const nlohmann::json::exception& e) {
-      fail("'{}': not valid JSON ({})", cfg_path, e.what());
-    }
-    config = model_config_from_hf_json(j, cfg_path);
+    config = parse_hf_config(read_text_file(cfg_path), cfg_path);
   } else {  // infer from the tensors
     auto find = [&](const std::string& n) -> const SafeTensorInfo& {
       return file.contains(n) ? file.info(n) : file.info(kPrefix + n);
@@ -216,9 +239,15 @@ LoadedModel load_hf_gpt2(const std::string& model_path, const std::string& confi
     const auto& wpe = find("wpe.weight");
     CHECK(wte.shape.size() == 2 && wpe.shape.size() == 2, "'{}': wte/wpe are not matrices",
           model_path);
-    config.vocab_size = static_cast<int>(wte.shape[0]);
-    config.n_embd = static_cast<int>(wte.shape[1]);
-    config.block_size = static_cast<int>(wpe.shape[0]);
+    auto dim = [&](const SafeTensorInfo& t, const char* name, size_t axis, const char* key) {
+      CHECK(t.shape[axis] <= std::numeric_limits<int>::max(),
+            "'{}': {} has shape {}, so {} = {} is beyond any model (at most {})", model_path, name,
+            shape_string(t.shape), key, t.shape[axis], std::numeric_limits<int>::max());
+      return static_cast<int>(t.shape[axis]);
+    };
+    config.vocab_size = dim(wte, "wte.weight", 0, "vocab_size");
+    config.n_embd = dim(wte, "wte.weight", 1, "n_embd");
+    config.block_size = dim(wpe, "wpe.weight", 0, "block_size");
     CHECK(config.n_embd % 64 == 0,
           "'{}': n_embd {} is not a multiple of 64, so n_head cannot be "
           "inferred; pass its config.json",
@@ -231,9 +260,12 @@ LoadedModel load_hf_gpt2(const std::string& model_path, const std::string& confi
     }
     config.n_layer = layers;
     config.bias = file.contains("h.0.ln_1.bias") || file.contains("transformer.h.0.ln_1.bias");
-    config.validate();
+    validate_from(config, model_path);
   }
   const ParamTable table(config);
+  // Every tensor present with its shape before the arena is sized from the config: the file's
+  // own bytes then bound the allocation.
+  check_hf_params(file, config, table);
   LoadedModel m{config, Buffer<float>(static_cast<size_t>(table.total_numel()))};
   read_hf_params(file, config, table, m.params.data());
   return m;

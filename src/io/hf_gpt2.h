@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/buffer.h"
 #include "io/file_util.h"
@@ -26,6 +27,8 @@ nlohmann::ordered_json hf_config_json(const ModelConfig& config);
 // (n_positions -> block_size, activation_function gelu_new/gelu_pytorch_tanh -> tanh,
 // gelu -> exact) and bias = true (GPT-2 has biases).
 ModelConfig model_config_from_hf_json(const nlohmann::json& json, const std::string& path);
+// The same from config.json's text (throws naming `path` when it is not valid JSON).
+ModelConfig parse_hf_config(std::string_view text, const std::string& path);
 
 // Writes `params` (arena laid out by `table`) as an HF GPT-2 model.safetensors: HF names, Conv1D
 // weights transposed to (in, out), wte with all padded rows, zero biases when config.bias is false
@@ -41,6 +44,11 @@ FileDigest write_hf_safetensors(const std::string& path, const ModelConfig& conf
 // Throws naming the file and tensor on a missing tensor, a wrong shape or an unexpected tensor.
 void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
                     const ParamTable& table, float* params);
+// The checks of read_hf_params without reading: every parameter of `table` is in the file with a
+// float dtype and the expected shape, and nothing unexpected is. Returns our name -> file's name.
+std::map<std::string, std::string> check_hf_params(const SafeTensorsReader& file,
+                                                   const ModelConfig& config,
+                                                   const ParamTable& table);
 
 struct LoadedModel {
   ModelConfig config;

@@ -116,13 +116,21 @@ FileDigest export_llmc_model(const std::string& path, const ModelConfig& config,
 }
 
 LoadedModel load_llmc_model(const std::string& path, std::optional<bool> bias) {
-  MappedFile file(path);
-  CHECK(file.size() >= kHeaderInts * 4,
+  const MappedFile file(path);
+  return parse_llmc_model(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()),
+                          path, bias);
+}
+
+LoadedModel parse_llmc_model(std::string_view bytes, const std::string& path,
+                             std::optional<bool> bias) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint64_t size = bytes.size();
+  CHECK(size >= kHeaderInts * 4,
         "'{}' is truncated: {} bytes, but an llm.c model file "
         "starts with a 1024-byte header",
-        path, file.size());
+        path, size);
   std::array<int32_t, kHeaderInts> h{};
-  std::memcpy(h.data(), file.data(), sizeof(h));
+  std::memcpy(h.data(), data, sizeof(h));
   CHECK(h[0] == kMagic,
         "'{}': magic number {} is not an llm.c model file's {} (token shards "
         "start with 20240520, tokenizer files with 20240328)",
@@ -144,18 +152,26 @@ LoadedModel load_llmc_model(const std::string& path, std::optional<bool> bias) {
   config.n_embd = static_cast<int>(C);
   config.gelu = "tanh";
   config.bias = true;
-  config.validate();
+  // Bounds every size below (no overflow, nothing allocated for an absurd header).
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    fail(
+        "'{}': llm.c header (maxT = block_size, V = vocab_size, L = n_layer, NH = n_head, C = "
+        "n_embd): {}",
+        path, e.what());
+  }
 
   int64_t total = (file_Vp + maxT) * C;
   for (const auto& t : kLayerTensors) total += slice_numel(t, C) * (t.per_layer ? L : 1);
   const uint64_t expected = kHeaderInts * 4 + static_cast<uint64_t>(total) * elem;
-  CHECK(file.size() == expected,
+  CHECK(size == expected,
         "'{}' has {} bytes but its header (version {}, maxT={} V={} "
         "L={} NH={} C={} Vp={}) needs exactly {}{}",
-        path, file.size(), h[1], maxT, V, L, NH, C, file_Vp, expected,
-        file.size() < expected ? " (truncated)" : "");
+        path, size, h[1], maxT, V, L, NH, C, file_Vp, expected,
+        size < expected ? " (truncated)" : "");
 
-  const uint8_t* cursor = file.data() + kHeaderInts * 4;
+  const uint8_t* cursor = data + kHeaderInts * 4;
   auto read = [&](float* dst, int64_t n) {  // n elements from the cursor, converted to float
     if (elem == 4) {
       std::memcpy(dst, cursor, static_cast<size_t>(n) * 4);
@@ -170,7 +186,7 @@ LoadedModel load_llmc_model(const std::string& path, std::optional<bool> bias) {
   };
   // First pass: are all biases zero? (decides bias when not given)
   if (!bias.has_value()) {
-    const uint8_t* p = file.data() + kHeaderInts * 4 + (file_Vp + maxT) * C * elem;
+    const uint8_t* p = data + kHeaderInts * 4 + (file_Vp + maxT) * C * elem;
     bool all_zero = true;
     for (const auto& t : kLayerTensors) {
       const int64_t bytes = slice_numel(t, C) * (t.per_layer ? L : 1) * elem;

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "io/file_util.h"
 #include "io/hf_gpt2.h"
@@ -25,5 +26,8 @@ FileDigest export_llmc_model(const std::string& path, const ModelConfig& config,
 // The file's padded vocab may differ from ours (rows beyond V are dropped / zero-filled).
 // Throws naming the path on a bad magic/version, truncated file or inconsistent header.
 LoadedModel load_llmc_model(const std::string& path, std::optional<bool> bias = std::nullopt);
+// The same from the file's bytes; `name` stands for the path in errors.
+LoadedModel parse_llmc_model(std::string_view bytes, const std::string& name,
+                             std::optional<bool> bias = std::nullopt);
 
 }  // namespace nanogpt

@@ -38,14 +38,25 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-SafeTensorsReader::SafeTensorsReader(const std::string& path) : file_(path) {
-  const uint64_t size = file_.size();
+SafeTensorsReader::SafeTensorsReader(const std::string& path)
+    : file_(path), name_(path), data_(file_.data()), size_(file_.size()) {
+  parse_header();
+}
+
+SafeTensorsReader::SafeTensorsReader(std::string_view bytes, const std::string& name)
+    : name_(name), data_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()) {
+  parse_header();
+}
+
+void SafeTensorsReader::parse_header() {
+  const std::string& path = name_;
+  const uint64_t size = size_;
   CHECK(size >= 8,
         "'{}' is truncated: {} bytes, but a safetensors file starts with an 8-byte "
         "header length",
         path, size);
   uint64_t n = 0;
-  std::memcpy(&n, file_.data(), 8);
+  std::memcpy(&n, data_, 8);
   CHECK(n <= kMaxHeaderBytes,
         "'{}': header length {} is larger than the {} byte limit (not a "
         "safetensors file, or corrupted)",
@@ -58,8 +69,8 @@ SafeTensorsReader::SafeTensorsReader(const std::string& path) : file_(path) {
   const uint64_t data_size = size - data_start_;
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(reinterpret_cast<const char*>(file_.data()) + 8,
-                                   reinterpret_cast<const char*>(file_.data()) + 8 + n);
+    header = nlohmann::json::parse(reinterpret_cast<const char*>(data_) + 8,
+                                   reinterpret_cast<const char*>(data_) + 8 + n);
   } catch (const nlohmann::json::exception& e) {
     fail("'{}': header is not valid JSON ({})", path, e.what());
   }
@@ -89,7 +100,8 @@ SafeTensorsReader::SafeTensorsReader(const std::string& path) : file_(path) {
     if (elem == 0) bad("unknown dtype '" + info.dtype + "'");
     if (!v["shape"].is_array()) bad("shape is not an array");
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) bad("shape has a non-integer entry");
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        bad("shape entries must be non-negative integers");
       info.shape.push_back(d.get<int64_t>());
     }
     const auto& off = v["data_offsets"];
@@ -106,10 +118,21 @@ SafeTensorsReader::SafeTensorsReader(const std::string& path) : file_(path) {
           "only {} data bytes",
           path, name, info.end, data_size);
     }
-    if (info.end - info.begin != static_cast<uint64_t>(info.numel()) * elem) {
+    // Bytes the shape needs, computed without overflow: any product beyond the data section
+    // (a "1 TB tensor" in a small file) is rejected before anything is sized from it.
+    const bool empty = std::find(info.shape.begin(), info.shape.end(), 0) != info.shape.end();
+    uint64_t need = empty ? 0 : static_cast<uint64_t>(elem);
+    for (int64_t d : info.shape) {
+      if (empty) break;
+      if (need > data_size / static_cast<uint64_t>(d)) {
+        bad(fmt::format("shape {} of {} needs more bytes than the file's whole data section ({})",
+                        shape_string(info.shape), info.dtype, data_size));
+      }
+      need *= static_cast<uint64_t>(d);
+    }
+    if (info.end - info.begin != need) {
       bad(fmt::format("byte range holds {} bytes but shape {} of {} needs {}",
-                      info.end - info.begin, shape_string(info.shape), info.dtype,
-                      info.numel() * elem));
+                      info.end - info.begin, shape_string(info.shape), info.dtype, need));
     }
     tensors_.emplace(name, std::move(info));
   }
@@ -136,8 +159,9 @@ void SafeTensorsReader::read_f32(const std::string& name,
         "'{}': tensor '{}' has shape {} but the model expects {} "
         "(does the model config match the file?)",
         path(), name, shape_string(t.shape), shape_string(expected_shape));
-  const uint8_t* src = file_.data() + data_start_ + t.begin;
+  const uint8_t* src = data_ + data_start_ + t.begin;
   const int64_t n = t.numel();
+  if (n == 0 && (t.dtype == "F32" || t.dtype == "BF16" || t.dtype == "F16")) return;
   if (t.dtype == "F32") {
     std::memcpy(out, src, static_cast<size_t>(n) * 4);
   } else if (t.dtype == "BF16" || t.dtype == "F16") {

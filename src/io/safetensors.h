@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/file_util.h"
@@ -28,8 +29,11 @@ class SafeTensorsReader {
   // Maps and validates the whole header: size fields, JSON, every entry's dtype, shape and byte
   // range. Throws nanogpt::Error naming the file (and tensor) on anything malformed.
   explicit SafeTensorsReader(const std::string& path);
+  // The same over a file's bytes held by the caller (they must outlive the reader); `name` stands
+  // for the path in errors.
+  SafeTensorsReader(std::string_view bytes, const std::string& name);
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return name_; }
   bool contains(const std::string& name) const { return tensors_.count(name) > 0; }
   // Throws naming the file and the tensor when absent.
   const SafeTensorInfo& info(const std::string& name) const;
@@ -43,7 +47,12 @@ class SafeTensorsReader {
                 float* out) const;
 
  private:
-  MappedFile file_;
+  void parse_header();
+
+  MappedFile file_;                // when constructed from a path
+  std::string name_;               // the path, or the name given with the bytes
+  const uint8_t* data_ = nullptr;  // the whole file: file_'s mapping or the caller's bytes
+  uint64_t size_ = 0;
   uint64_t data_start_ = 0;
   std::map<std::string, SafeTensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;

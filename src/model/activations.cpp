@@ -1,6 +1,8 @@
 // Cuts the activation and gradient-scratch arenas into views (sizes per row count N).
 #include "model/activations.h"
 
+#include <algorithm>
+
 namespace nanogpt {
 
 namespace {
@@ -23,37 +25,45 @@ class Carver {
 
 }  // namespace
 
-void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker) {
-  if (N <= capacity_ && !layers.empty()) return;
+int64_t classifier_chunk_rows(int64_t N, int64_t Vp) {
+  constexpr int64_t kChunkFloats = int64_t{16} << 20;
+  const int64_t rows = std::max<int64_t>(64, kChunkFloats / std::max<int64_t>(Vp, 1) / 64 * 64);
+  return std::min(rows, N);
+}
+
+void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker,
+                          int64_t chunk_rows_wanted) {
   const int64_t C = cfg.n_embd, Vp = cfg.padded_vocab_size(), NH = cfg.n_head;
+  const int64_t rows =
+      std::min(N, chunk_rows_wanted > 0 ? chunk_rows_wanted : classifier_chunk_rows(N, Vp));
+  if (N <= capacity_ && !layers.empty() && rows <= chunk_rows) return;
   const bool drop = cfg.dropout > 0.0;
   auto carve = [&](Carver& c) {
     encoded = c.take(N * C);
     encoded_drop = drop ? c.take(N * C) : nullptr;
     layers.assign(cfg.n_layer, LayerActivations{});
     for (LayerActivations& a : layers) {
-      a.ln1 = c.take(N * C);
       a.ln1_mean = c.take(N);
       a.ln1_rstd = c.take(N);
       a.qkv = c.take(N * 3 * C);
       a.atty = c.take(N * C);
       a.lse = c.take(N * NH);
-      a.attproj = c.take(N * C);
-      a.attproj_drop = drop ? c.take(N * C) : nullptr;
       a.residual2 = c.take(N * C);
-      a.ln2 = c.take(N * C);
       a.ln2_mean = c.take(N);
       a.ln2_rstd = c.take(N);
       a.fch = c.take(N * 4 * C);
-      a.fch_gelu = c.take(N * 4 * C);
-      a.fcproj = c.take(N * C);
-      a.fcproj_drop = drop ? c.take(N * C) : nullptr;
       a.residual3 = c.take(N * C);
     }
+    ln = c.take(N * C);
+    fch_gelu = c.take(N * 4 * C);
+    branch = c.take(N * C);
+    branch_drop = drop ? c.take(N * C) : nullptr;
     lnf = c.take(N * C);
     lnf_mean = c.take(N);
     lnf_rstd = c.take(N);
-    logits = c.take(N * Vp);
+    chunk_rows = rows;
+    logits_chunk = c.take(chunk_rows * Vp);
+    dlnf = c.take(N * C);
     losses = c.take(N);
   };
   Carver counter(nullptr);

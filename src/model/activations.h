@@ -11,40 +11,51 @@
 
 namespace nanogpt {
 
+// What one block keeps for its backward: 10 C floats per row. The LayerNorm outputs and GELU's
+// output are recomputed in the backward from what is kept (as llm.c does; cheap elementwise work
+// instead of 6 C floats per row per layer), and the projections' outputs are never needed there.
 struct LayerActivations {
-  float* ln1 = nullptr;           // (N, C)   LayerNorm 1 output
-  float* ln1_mean = nullptr;      // (N)
-  float* ln1_rstd = nullptr;      // (N)
-  float* qkv = nullptr;           // (N, 3C)  rows [Q | K | V]
-  float* atty = nullptr;          // (N, C)   attention output (heads concatenated)
-  float* lse = nullptr;           // (B, NH, T) log-sum-exp of each attention row
-  float* attproj = nullptr;       // (N, C)   attention output projection
-  float* attproj_drop = nullptr;  // (N, C)   dropout(attproj), null when dropout == 0
-  float* residual2 = nullptr;     // (N, C)   x + attention branch
-  float* ln2 = nullptr;           // (N, C)
-  float* ln2_mean = nullptr;      // (N)
-  float* ln2_rstd = nullptr;      // (N)
-  float* fch = nullptr;           // (N, 4C)  fc output (pre-GELU)
-  float* fch_gelu = nullptr;      // (N, 4C)
-  float* fcproj = nullptr;        // (N, C)   MLP output projection
-  float* fcproj_drop = nullptr;   // (N, C)   dropout(fcproj), null when dropout == 0
-  float* residual3 = nullptr;     // (N, C)   block output
+  float* ln1_mean = nullptr;   // (N)
+  float* ln1_rstd = nullptr;   // (N)
+  float* qkv = nullptr;        // (N, 3C)  rows [Q | K | V]
+  float* atty = nullptr;       // (N, C)   attention output (heads concatenated)
+  float* lse = nullptr;        // (B, NH, T) log-sum-exp of each attention row
+  float* residual2 = nullptr;  // (N, C)   x + attention branch
+  float* ln2_mean = nullptr;   // (N)
+  float* ln2_rstd = nullptr;   // (N)
+  float* fch = nullptr;        // (N, 4C)  fc output (pre-GELU)
+  float* residual3 = nullptr;  // (N, C)   block output
 };
+
+// Rows per classifier chunk: about 16M floats (64 MB) of logits, a multiple of 64 rows, at most N.
+int64_t classifier_chunk_rows(int64_t N, int64_t Vp);
 
 class Activations {
  public:
-  // Makes the views valid for N = B*T rows (reallocates only when N exceeds the capacity).
-  void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker);
+  // Makes the views valid for N = B*T rows (reallocates only when N exceeds the capacity or the
+  // classifier chunk changes). chunk_rows: rows per classifier chunk, 0 = classifier_chunk_rows.
+  void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker,
+               int64_t chunk_rows = 0);
   int64_t capacity() const { return capacity_; }
 
   float* encoded = nullptr;              // (N, C)  wte[inp] + wpe[t]
   float* encoded_drop = nullptr;         // (N, C)  dropout(encoded), null when dropout == 0
   std::vector<LayerActivations> layers;  // (L)
-  float* lnf = nullptr;                  // (N, C)
-  float* lnf_mean = nullptr;             // (N)
-  float* lnf_rstd = nullptr;             // (N)
-  float* logits = nullptr;               // (N, Vp); after a training forward with targets: dlogits
-  float* losses = nullptr;  // (N)      per-position loss, 0 where the target is ignored
+  // Working buffers shared by all layers (valid only within one layer's forward or backward):
+  float* ln = nullptr;           // (N, C)   a LayerNorm output (forward; recomputed in backward)
+  float* fch_gelu = nullptr;     // (N, 4C)  GELU(fch) (forward; recomputed in backward)
+  float* branch = nullptr;       // (N, C)   attention or MLP output projection
+  float* branch_drop = nullptr;  // (N, C)   dropout(branch), null when dropout == 0
+  float* lnf = nullptr;          // (N, C)
+  float* lnf_mean = nullptr;     // (N)
+  float* lnf_rstd = nullptr;     // (N)
+  // The classifier runs over chunks of rows so that the (N, Vp) logits are never held whole (824 MB
+  // for GPT-2 124M at B 4, T 1024): logits of chunk_rows rows at a time, turned into dlogits in
+  // place, whose products with wte (dlnf) and lnf (dwte) are taken before the next chunk.
+  int64_t chunk_rows = 0;         // rows per classifier chunk (classifier_chunk_rows)
+  float* logits_chunk = nullptr;  // (chunk_rows, Vp) logits, then dlogits, of one chunk
+  float* dlnf = nullptr;          // (N, C)  gradient of lnf from the fused classifier
+  float* losses = nullptr;        // (N)     per-position loss, 0 where the target is ignored
 
  private:
   Buffer<float> arena_;

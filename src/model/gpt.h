@@ -1,6 +1,7 @@
 // GPT: the GPT-2 model on CPU. Owns the parameter and gradient arenas (ParamTable layout), the
 // activations of the last forward, and runs forward / backward / one-token KV-cache decoding by
-// calling kernels (cpu::) only: one screen of kernel calls per block, no SIMD or threads here.
+// calling ops through the backend seam (kernels/backend.h) only: one screen of op calls per block,
+// no SIMD, threads or device specifics here.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "core/buffer.h"
 #include "kernels/context.h"
+#include "kernels/op_profile.h"
 #include "model/activations.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
@@ -36,18 +38,28 @@ class GPT {
   // inputs, targets (B, T) token ids; targets may be null (no loss), -1 = ignored position.
   // T <= block_size. Returns the mean loss over non-ignored targets (0 without targets or when
   // every target is ignored). training: apply dropout (if config.dropout > 0; masks derived from
-  // dropout_seed, distinct per site and layer) and prepare backward. With training && targets the
-  // fused cross-entropy writes dlogits OVER the logits (memory saver), so logits() is not available
-  // after such a call; use training=false (or no targets) to read logits.
+  // dropout_seed, distinct per site and layer) and prepare backward.
+  // With targets, the classifier runs chunk by chunk and never holds the (B*T, Vp) logits; with
+  // training && targets it is fused with its own backward: each chunk's dlogits are multiplied
+  // into dwte (ACCUMULATED into grads()) and into the gradient of lnf right away, all scaled by
+  // grad_scale (e.g. 1/grad_accum_steps, times a loss scale), which backward() then continues with.
   float forward(KernelContext& ctx, const int* inputs, const int* targets, int B, int T,
-                bool training, uint64_t dropout_seed = 0);
+                bool training, uint64_t dropout_seed = 0, float grad_scale = 1.0f);
   // Backward of the last training forward (at most once per forward). Parameter gradients
-  // ACCUMULATE (+=) into grads(), scaled by loss_scale (e.g. 1/grad_accum_steps), so gradient
-  // accumulation over micro-batches is free; call zero_grad() once per optimizer step.
-  void backward(KernelContext& ctx, float loss_scale = 1.0f);
+  // ACCUMULATE (+=) into grads(), scaled by the forward's grad_scale, so gradient accumulation over
+  // micro-batches is free; call zero_grad() once per optimizer step.
+  void backward(KernelContext& ctx);
   void zero_grad() { grads_.zero(); }
 
-  // Logits (B, T, Vp) of the last forward; only the first V columns are meaningful.
+  // Attaches a profile that every op call of forward, backward and forward_one is timed into
+  // (null: none, the default).
+  void set_profile(OpProfile* profile) { profile_ = profile; }
+
+  // Rows per classifier chunk (0 = automatic: about 64 MB of logits). For tests and benchmarks.
+  void set_classifier_chunk_rows(int64_t rows) { chunk_rows_override_ = rows; }
+
+  // Logits (B, T, Vp) of the last forward, which must have had no targets; only the first V
+  // columns are meaningful.
   const float* logits() const;
   // Per-position losses (B, T) of the last forward with targets (0 at ignored positions).
   const float* losses() const { return acts_.losses; }
@@ -71,6 +83,9 @@ class GPT {
   ModelWeights g_;        // views into grads_
   Activations acts_;
   GradScratch scratch_;
+  Buffer<float> full_logits_;  // (B, T, Vp) of the last forward without targets
+  int64_t chunk_rows_override_ = 0;
+  OpProfile* profile_ = nullptr;
   // State of the last forward, used by backward.
   std::vector<int> inputs_;  // (B, T)
   int B_ = 0, T_ = 0;

@@ -5,15 +5,26 @@
 
 namespace nanogpt {
 
+int64_t ModelConfig::num_params_bound() const {
+  const int64_t L = n_layer, C = n_embd, T = block_size, Vp = padded_vocab_size();
+  return (Vp + T) * C + L * (12 * C * C + 13 * C) + 2 * C;
+}
+
 void ModelConfig::validate() const {
-  CHECK(n_layer >= 1, "n_layer = {}: expected >= 1", n_layer);
+  CHECK(n_layer >= 1 && n_layer <= kMaxLayers, "n_layer = {}: expected 1..{}", n_layer, kMaxLayers);
   CHECK(n_head >= 1, "n_head = {}: expected >= 1", n_head);
-  CHECK(n_embd >= 1 && n_embd % n_head == 0,
+  CHECK(n_embd >= 1 && n_embd <= kMaxEmbd, "n_embd = {}: expected 1..{}", n_embd, kMaxEmbd);
+  CHECK(n_embd % n_head == 0,
         "n_embd = {} must be a positive multiple of n_head = {} (e.g. n_embd = {})", n_embd, n_head,
         (n_embd / n_head + 1) * n_head);
-  CHECK(block_size >= 1, "block_size = {}: expected >= 1", block_size);
-  CHECK(vocab_size >= 1 && vocab_size <= 65536,
-        "vocab_size = {}: expected 1..65536 (token files hold uint16 ids)", vocab_size);
+  CHECK(block_size >= 1 && block_size <= kMaxBlockSize, "block_size = {}: expected 1..{}",
+        block_size, kMaxBlockSize);
+  CHECK(vocab_size >= 1 && vocab_size <= kMaxVocab,
+        "vocab_size = {}: expected 1..{} (token files hold uint16 ids)", vocab_size, kMaxVocab);
+  CHECK(num_params_bound() <= kMaxParams,
+        "n_layer = {}, n_embd = {}, block_size = {}, vocab_size = {} make {} parameters, more than "
+        "the {} allowed",
+        n_layer, n_embd, block_size, vocab_size, num_params_bound(), kMaxParams);
   CHECK(dropout >= 0.0 && dropout < 1.0, "dropout = {}: expected 0 <= dropout < 1", dropout);
   CHECK(gelu == "tanh" || gelu == "exact", "gelu = '{}': expected 'tanh' or 'exact'", gelu);
 }

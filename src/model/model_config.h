@@ -10,6 +10,15 @@
 namespace nanogpt {
 
 struct ModelConfig {
+  // Upper bounds that validate() enforces, so that a file header or config claiming an absurd
+  // shape fails with a message before anything is sized from it (GPT-2 XL: 48 layers, 1600 wide,
+  // context 1024, 1.6e9 parameters).
+  static constexpr int kMaxLayers = 1024;
+  static constexpr int kMaxEmbd = 65536;
+  static constexpr int kMaxBlockSize = 1 << 20;
+  static constexpr int kMaxVocab = 65536;  // token files hold uint16 ids
+  static constexpr int64_t kMaxParams = int64_t{1} << 36;
+
   int n_layer = 12;
   int n_head = 12;
   int n_embd = 768;
@@ -35,7 +44,10 @@ struct ModelConfig {
   int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
   int head_size() const { return n_embd / n_head; }
   GeluKind gelu_kind() const { return gelu == "exact" ? GeluKind::kExact : GeluKind::kTanh; }
-  // Throws nanogpt::Error naming the key and what to change.
+  // Parameters of the model (with biases, wte padded); needs n_layer, n_embd, block_size and
+  // vocab_size within the bounds above.
+  int64_t num_params_bound() const;
+  // Throws nanogpt::Error naming the key, its value, the allowed range and what to change.
   void validate() const;
 };
 

@@ -35,6 +35,7 @@ struct TrainConfig {
   int64_t seed = 1337;
   std::string dtype = "float32";
   int64_t threads = 0;
+  bool profile = false;
   // accepted for nanoGPT compatibility, no effect here
   std::string device = "cpu";
   bool compile = true;
@@ -66,8 +67,11 @@ struct TrainConfig {
     optim.visit(v);
     v("max_iters", max_iters, "total optimizer steps");
     v("seed", seed, "random seed (init, batches, dropout); rank r uses seed + r");
-    v("dtype", dtype, "'float32' (bfloat16/float16 arrive with the performance work)");
+    v("dtype", dtype, "'float32' (bfloat16/float16 arrive with mixed precision)");
     v("threads", threads, "CPU threads; 0 = all cores");
+    v("profile", profile,
+      "time every op; at the end print where step time went per op class (share, GFLOP/s or "
+      "GB/s, % of the peaks measured here)");
     v("device", device, "accepted for nanoGPT configs; always the CPU here");
     v("compile", compile, "accepted for nanoGPT configs; kernels are always fused here");
     v("backend", backend, "accepted for nanoGPT configs; no effect");

@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "core/config.h"
 #include "core/cpu_info.h"
+#include "core/json_util.h"
 #include "core/memory.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -31,6 +32,7 @@
 #include "optim/optimizer.h"
 #include "train/metrics.h"
 #include "train/model_source.h"
+#include "train/train_state.h"
 
 namespace nanogpt {
 
@@ -41,8 +43,6 @@ std::string checkpoint_dir_of(const std::string& out_dir) {
 }
 
 namespace {
-
-constexpr int kStateVersion = 1;
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
@@ -130,6 +130,7 @@ class TrainingRun {
                                   : fmt::format("{:.4f}", result_.best_val_loss),
         result_.checkpoint_dir.empty() ? std::string("none") : result_.checkpoint_dir,
         format_bytes(result_.peak_tracked_bytes), format_bytes(result_.peak_rss_bytes)));
+    if (config_.profile) print_profile();
     return result_;
   }
 
@@ -164,14 +165,17 @@ class TrainingRun {
       config_.model = src.config;
       config_.model.dropout = dropout;
       loaded_params = std::move(src.params);
-    } else if (config_.model.vocab_size == 0) {
-      config_.model.vocab_size = dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")
-                                     ? dataset_meta_["vocab_size"].get<int>()
-                                     : 50257;
+    }
+    // The dataset's vocab size (meta.json), 0 if it does not say.
+    const std::string meta_path = (fs::path(data_dir_) / "meta.json").string();
+    const int data_vocab = dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")
+                               ? json_integer<int>(dataset_meta_, "vocab_size", meta_path, 1, 65536)
+                               : 0;
+    if (from == "scratch" && config_.model.vocab_size == 0) {
+      config_.model.vocab_size = data_vocab > 0 ? data_vocab : 50257;
     }
     config_.model.validate();
-    if (dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")) {
-      int data_vocab = dataset_meta_["vocab_size"].get<int>();
+    if (data_vocab > 0) {
       CHECK(data_vocab <= config_.model.vocab_size,
             "dataset '{}' has vocab_size {} but the model's vocab_size is {}: token ids would "
             "not fit (use --vocab_size={} or a matching dataset)",
@@ -179,6 +183,7 @@ class TrainingRun {
     }
 
     model_ = std::make_unique<GPT>(config_.model, &tracker_);
+    if (config_.profile) model_->set_profile(&profile_);
     optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_);
     if (from == "scratch") {
       model_->init_weights(static_cast<uint64_t>(config_.seed));
@@ -266,28 +271,21 @@ class TrainingRun {
     for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
     LoadedCheckpoint ck =
         load_checkpoint(ckpt_dir_, config_.model, model_->table(), model_->params().data(), arenas);
-    const nlohmann::json& s = ck.state;
-    std::string origin = ck.dir + "/state.json";
-    CHECK(s.contains("state_version") && s["state_version"].get<int>() <= kStateVersion,
-          "{}: state_version {} is newer than this program understands ({}); update nanogpt",
-          origin, s.value("state_version", -1), kStateVersion);
-    CHECK(s.contains("iter_num") && s.contains("train_loader") && s.contains("optimizer_steps"),
-          "{}: missing iter_num / train_loader / optimizer_steps: not a nanogpt training state",
-          origin);
-    std::string saved_opt = s.value("optimizer", optimizer_->name());
+    const TrainingState s = training_state_from_json(ck.state, ck.dir + "/state.json");
+    const std::string saved_opt = s.optimizer.empty() ? optimizer_->name() : s.optimizer;
     CHECK(saved_opt == optimizer_->name(),
-          "{}: the checkpoint was trained with optimizer '{}' but the config asks for '{}' (use "
-          "--optimizer={})",
-          origin, saved_opt, optimizer_->name(), saved_opt);
-    iter_num_ = s["iter_num"].get<int64_t>();
-    best_val_loss_ = s.value("best_val_loss", 1e9);
-    optimizer_->set_steps(s["optimizer_steps"].get<int64_t>());
-    train_loader_->set_state(LoaderState::from_json(s["train_loader"], origin));
+          "{}/state.json: the checkpoint was trained with optimizer '{}' but the config asks for "
+          "'{}' (use --optimizer={})",
+          ck.dir, saved_opt, optimizer_->name(), saved_opt);
+    iter_num_ = s.iter_num;
+    best_val_loss_ = s.best_val_loss;
+    optimizer_->set_steps(s.optimizer_steps);
+    train_loader_->set_state(s.train_loader);
   }
 
   nlohmann::json training_state() {
     nlohmann::json s;
-    s["state_version"] = kStateVersion;
+    s["state_version"] = kTrainingStateVersion;
     s["iter_num"] = iter_num_;
     s["best_val_loss"] = best_val_loss_;
     s["optimizer"] = optimizer_->name();
@@ -315,6 +313,7 @@ class TrainingRun {
   std::pair<double, double> estimate_loss() {
     double losses[2] = {0, 0};
     Batch batch(config_.batch_size * config_.model.block_size);
+    model_->set_profile(nullptr);  // the profile covers training steps only
     for (int split = 0; split < 2; ++split) {
       DataLoader& loader = *eval_loaders_[split];
       loader.reset();
@@ -327,6 +326,7 @@ class TrainingRun {
       }
       losses[split] = sum / static_cast<double>(config_.eval_iters);
     }
+    if (config_.profile) model_->set_profile(&profile_);
     return {losses[0], losses[1]};
   }
 
@@ -348,6 +348,32 @@ class TrainingRun {
     }
   }
 
+  // The --profile table, against peaks measured now (after training, so the bandwidth probe's
+  // buffers do not count in the run's peak memory above).
+  void print_profile() {
+    if (profile_.steps() == 0) return;
+    const double bandwidth = measure_memory_bandwidth(threads_);
+    say(profile_.table(peak_flops_, bandwidth));
+  }
+
+  // A non-finite loss or gradient norm ends the run at once: stepping would write NaN into the
+  // weights, and every later checkpoint would carry them. Nothing is saved, so the last checkpoint
+  // stays the last good state.
+  void stop_if_not_finite(double loss, double norm, double lr) const {
+    if (std::isfinite(loss) && std::isfinite(norm)) return;
+    const bool have_ckpt = fs::exists(fs::path(ckpt_dir_) / "state.json");
+    fail(
+        "iter {}: the {} is not finite (loss {}, gradient norm {}); training stopped before the "
+        "optimizer step, nothing was saved{}. Likely causes: a learning rate too high for this "
+        "model (lr {:.3e}; lower learning_rate or raise warmup_iters), no gradient clipping "
+        "(grad_clip {}; nanoGPT uses 1.0), or bad input data. {}",
+        iter_num_, std::isfinite(loss) ? "gradient norm" : "loss", loss, norm,
+        have_ckpt ? fmt::format(" ({} holds the last good checkpoint)", ckpt_dir_) : "", lr,
+        config_.optim.grad_clip,
+        have_ckpt ? "Resume from it with --init_from=resume and a lower learning_rate."
+                  : "Start again with a lower learning_rate.");
+  }
+
   void loop() {
     const int B = static_cast<int>(config_.batch_size);
     const int T = config_.model.block_size;
@@ -367,21 +393,31 @@ class TrainingRun {
       const double lr = learning_rate_at(config_.optim, iter_num_);
       double loss_sum = 0;
       for (int64_t micro = 0; micro < accum; ++micro) {
-        train_loader_->next_batch(batch.inputs.data(), batch.targets.data());
+        {
+          Timer data_timer;
+          train_loader_->next_batch(batch.inputs.data(), batch.targets.data());
+          if (config_.profile) profile_.add(OpClass::kData, data_timer.seconds(), 0, 0);
+        }
         loss_sum +=
             model_->forward(ctx_, batch.inputs.data(), batch.targets.data(), B, T,
-                            /*training=*/true, dropout_seed_for(config_.seed, iter_num_, micro));
-        model_->backward(ctx_, 1.0f / static_cast<float>(accum));
+                            /*training=*/true, dropout_seed_for(config_.seed, iter_num_, micro),
+                            /*grad_scale=*/1.0f / static_cast<float>(accum));
+        model_->backward(ctx_);
       }
+      Timer optimizer_timer;
       double norm =
           clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
-      if (std::isfinite(norm)) {
-        optimizer_->step(model_->params().data(), model_->grads().data(), lr);
-      } else {
-        say(fmt::format("iter {}: gradient norm is {}: step skipped", iter_num_, norm));
-      }
+      stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
+      optimizer_->step(model_->params().data(), model_->grads().data(), lr);
       model_->zero_grad();
+      if (config_.profile) {
+        // Clipping reads the grads, the step reads grads + params + state and writes params +
+        // state, zero_grad writes the grads (AdamW: 2 state tensors).
+        const double n = static_cast<double>(model_->table().total_numel());
+        profile_.add(OpClass::kOptimizer, optimizer_timer.seconds(), 0, 4.0 * n * 9);
+      }
       double ms = step_timer.ms();
+      if (config_.profile) profile_.add_step(ms / 1e3);
       step_ms_.push_back(ms);
       const double loss = loss_sum / static_cast<double>(accum);
       result_.last_train_loss = loss;
@@ -437,6 +473,7 @@ class TrainingRun {
   int64_t iter_num_ = 0;
   double best_val_loss_ = 1e9;
   std::vector<double> step_ms_;
+  OpProfile profile_;  // filled only with --profile=True
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
 
@@ -137,6 +138,117 @@ TEST(ConfigParse, JsonRoundTripAndHelp) {
   DemoConfig c;
   apply_assignments(c, parse_config_file(write_temp("fmt.py", format_config(a))));
   EXPECT_EQ(c.learning_rate, a.learning_rate);
+}
+
+// Regression tests from fuzzing (fuzz/config_fuzz.cpp). Each bad input must be a nanogpt::Error
+// naming the value, never undefined behaviour, another exception type, a hang or a stack overflow.
+std::string literal_error(const std::string& expr) {
+  try {
+    eval_python_literal(expr, "fuzz.py:1");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ConfigFuzzRegression, IntegerOverflowIsAnError) {
+  for (const char* expr :
+       {"9223372036854775807 + 1", "-9223372036854775807 - 2", "3037000500 * 3037000500", "2 ** 64",
+        "3 ** 41", "(-9223372036854775807 - 1) // -1", "-(-9223372036854775807 - 1)"}) {
+    const std::string msg = literal_error(expr);
+    EXPECT_NE(msg.find("does not fit in a 64-bit integer"), std::string::npos)
+        << expr << ": " << msg;
+    EXPECT_NE(msg.find("fuzz.py:1"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("2 ** 62", "t")), int64_t{1} << 62);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("-9223372036854775807 - 1", "t")), INT64_MIN);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("(-9223372036854775807 - 1) % -1", "t")), 0);
+  // Python's floored // and % near the limits (x - q * y overflowed for these).
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("9223372036854775807 % -2", "t")), -1);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("9223372036854775807 // -2", "t")),
+            -4611686018427387904);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("-7 % 3", "t")), 2);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("7 % -3", "t")), -2);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("-7 // 2", "t")), -4);
+  // Huge exponents of 0, 1 and -1 finish at once (the old loop ran 10^18 times).
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("1 ** 1000000000000000000", "t")), 1);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("(-1) ** 1000000000000000001", "t")), -1);
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("0 ** 1000000000000000000", "t")), 0);
+  EXPECT_NE(literal_error("0 ** -1").find("negative power"), std::string::npos);
+}
+
+TEST(ConfigFuzzRegression, BadNumbersAreErrorsNotStdExceptions) {
+  EXPECT_NE(literal_error("0xffffffffffffffffff").find("does not fit in 64 bits"),
+            std::string::npos);
+  EXPECT_NE(literal_error("99999999999999999999").find("does not fit in 64 bits"),
+            std::string::npos);
+  EXPECT_NE(literal_error("1e999").find("out of range"), std::string::npos);
+  // Float results that overflow or are not real: inf / nan would not print back as a literal.
+  EXPECT_NE(literal_error("1e308 * 10").find("is not a finite number"), std::string::npos);
+  EXPECT_NE(literal_error("(-8.0) ** 0.5").find("is not a finite number"), std::string::npos);
+  EXPECT_NE(literal_error("1.0 / 0").find("division by zero"), std::string::npos);
+  EXPECT_EQ(std::get<double>(eval_python_literal("2.0 ** -1", "t")), 0.5);
+  EXPECT_EQ(std::get<double>(eval_python_literal("-7.5 % 2", "t")), 0.5);
+  EXPECT_NE(literal_error("0x").find("hex digits"), std::string::npos);
+  EXPECT_NE(literal_error(".e5").find("bad number"), std::string::npos);
+  EXPECT_NE(literal_error("._").find("bad number"), std::string::npos);
+  EXPECT_EQ(std::get<double>(eval_python_literal("1e-400", "t")), 0.0);  // underflow, as Python
+  EXPECT_EQ(std::get<int64_t>(eval_python_literal("0x7fffffffffffffff", "t")), INT64_MAX);
+  EXPECT_EQ(std::get<double>(eval_python_literal("1_000.5", "t")), 1000.5);
+}
+
+TEST(ConfigFuzzRegression, DeepNestingIsAnErrorNotAStackOverflow) {
+  const std::string deep = std::string(100000, '(') + "1" + std::string(100000, ')');
+  EXPECT_NE(literal_error(deep).find("nested more than"), std::string::npos);
+  EXPECT_NE(literal_error(std::string(100000, '-') + "1").find("nested more than"),
+            std::string::npos);
+  std::string tower = "1";
+  for (int i = 0; i < 1000; ++i) tower += " ** 1";
+  EXPECT_NE(literal_error(tower).find("nested more than"), std::string::npos);
+  EXPECT_EQ(std::get<int64_t>(
+                eval_python_literal(std::string(50, '(') + "7" + std::string(50, ')'), "t")),
+            7);
+}
+
+TEST(ConfigFuzzRegression, PrintedStringsReadBack) {
+  // format_config promises a valid config file; SampleConfig's default start is "\n".
+  for (const std::string& s :
+       {std::string("\n"), std::string("it's"), std::string("a\\b\"c"),
+        std::string("tab\there\r\n"), std::string("\x01\x7f"), std::string("caf\xc3\xa9")}) {
+    const std::string repr = config_value_repr(s);
+    EXPECT_EQ(repr.find('\n'), std::string::npos) << repr;
+    EXPECT_EQ(std::get<std::string>(eval_python_literal(repr, "t")), s) << repr;
+  }
+  DemoConfig a;
+  a.init_from = "line1\nline2 'quoted' \\";
+  DemoConfig b;
+  apply_assignments(b, parse_config_text(format_config(a), "printed"));
+  EXPECT_EQ(b.init_from, a.init_from);
+}
+
+TEST(ConfigFuzzRegression, NonUtf8StringValuesAreRejected) {
+  // Config values are saved as JSON (state.json); nlohmann's dump() throws on invalid UTF-8.
+  for (const std::string& text :
+       {std::string("init_from = 'ab\xff'\n"), std::string("init_from = 'a' + '\xc3'\n"),
+        std::string("init_from = '\xed\xa0\x80'\n"), std::string("init_from = '\xc0\xaf'\n")}) {
+    try {
+      parse_config_text(text, "bad.py");
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.py:1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not UTF-8"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parse_override("--out_dir=\xff\xfe"), Error);
+  EXPECT_EQ(std::get<std::string>(parse_override("--out_dir=caf\xc3\xa9").value), "caf\xc3\xa9");
+}
+
+TEST(ConfigFuzzRegression, JsonIntegerBeyondInt64IsAnError) {
+  DemoConfig c;
+  EXPECT_THROW(config_from_json(c, nlohmann::json::parse(R"({"max_iters": 18446744073709551615})"),
+                                "state.json"),
+               Error);
+  EXPECT_EQ(c.max_iters, 100);
 }
 
 }  // namespace

@@ -286,5 +286,49 @@ TEST(DatasetFiles, SingleFileOrSortedShards) {
             std::vector<std::string>{dir.file("b/fw_val_000000.bin")});
 }
 
+// Regression tests from fuzzing (fuzz/checkpoint_state_fuzz.cpp): a loader state from state.json
+// is read strictly (nlohmann's get<int> truncated 2^40 and converted floats, 1e300 undefined
+// behaviour; stoull read "-1" as 2^64 - 1 and "1e3" as 1), and restoring a position near
+// INT64_MAX is an error rather than a signed overflow.
+TEST(LoaderFuzzRegression, StateFromJsonIsStrict) {
+  TempDir dir;
+  write_nanogpt_tokens(dir.file("d.bin"), position_tokens(3000));
+  DataLoader a(dir.file("d.bin"), config("sequential", 4, 16));
+  const nlohmann::json good = a.state().to_json();
+  EXPECT_EQ(LoaderState::from_json(good, "s.json"), a.state());
+  auto bad = [&](const char* key, const nlohmann::json& v, const std::string& needle) {
+    nlohmann::json j = good;
+    j[key] = v;
+    try {
+      LoaderState::from_json(j, "ckpt/state.json");
+      ADD_FAILURE() << key << " = " << v.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ckpt/state.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  for (const char* word : {"-1", "1e3", " 1", "18446744073709551616", "", "0x10"}) {
+    bad("rng", {word, "1", "2", "3"}, "decimal uint64 string");
+  }
+  bad("rng", {1, 2, 3, 4}, "decimal uint64 string");
+  bad("rng", {"0", "0", "0", "0"}, "all 0");
+  bad("rng", {"1", "2"}, "must be 4 words");
+  bad("world_size", int64_t{1} << 40, "'world_size' must be an integer");
+  bad("world_size", 1.5, "'world_size' must be an integer");
+  bad("pos", 1e300, "'pos' must be an integer");
+  bad("pos", -1, "'pos' must be an integer in 0..");
+  bad("rank", 1, "'rank' must be an integer in 0..0");
+  bad("batches", "7", "'batches' must be an integer");
+  EXPECT_THROW(LoaderState::from_json(nlohmann::json::array(), "s.json"), Error);
+
+  LoaderState s = a.state();
+  s.pos = INT64_MAX;  // base + step + 1 overflowed
+  EXPECT_THROW(a.set_state(s), Error);
+  s.pos = 46 * 64;  // a batch start whose batch (and its next token) passes the end: 2944 + 65
+  EXPECT_THROW(a.set_state(s), Error);
+  s.pos = 45 * 64;  // the last one that fits
+  a.set_state(s);
+}
+
 }  // namespace
 }  // namespace nanogpt

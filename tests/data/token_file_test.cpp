@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <climits>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -178,6 +179,25 @@ TEST(TokenFile, ParseNames) {
   EXPECT_EQ(parse_data_mode("mmap"), DataMode::kMmap);
   EXPECT_THROW(parse_data_mode("disk"), Error);
   EXPECT_THROW(parse_token_format("hf"), Error);
+}
+
+// Regression test for the fuzzing brief (fuzz/token_file_fuzz.cpp): a header claiming a huge token
+// count fails on the size check, before any buffer is sized from the count.
+TEST(TokenFileFuzzRegression, HugeCountInHeaderFailsBeforeAllocation) {
+  TempDir dir;
+  std::array<int32_t, 256> header{};
+  header[0] = kLlmcShardMagic;
+  header[1] = kLlmcShardVersion;
+  for (const int32_t count : {INT32_MAX, -4}) {
+    header[2] = count;
+    testing::write_bytes(dir.file("s.bin"), header.data(), sizeof(header));
+    for (const DataMode mode : {DataMode::kPreload, DataMode::kMmap}) {
+      TokenFileOptions o;
+      o.mode = mode;
+      expect_error([&] { TokenFile f(dir.file("s.bin"), o); },
+                   {"s.bin", "1024 bytes", "token count " + std::to_string(count)});
+    }
+  }
 }
 
 }  // namespace

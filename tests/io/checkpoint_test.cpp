@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "io/file_util.h"
+#include "io/hf_gpt2.h"
 #include "io/safetensors.h"
 #include "io_test_util.h"
 
@@ -257,6 +258,75 @@ TEST(Checkpoint, CrashAtAnyStageLeavesALoadableCheckpoint) {
       EXPECT_EQ(e.path().filename(), "ckpt") << "leftover " << e.path();
     }
   }
+}
+
+// Regression tests from fuzzing (fuzz/checkpoint_manifest_fuzz.cpp): every malformed manifest is a
+// nanogpt::Error naming the file and the key (nlohmann's type_error / out_of_range used to escape).
+TEST(CheckpointFuzzRegression, ManifestErrorsNameFileAndKey) {
+  const nlohmann::json entry = {{"bytes", 10}, {"crc32c", "0a1b2c3d"}};
+  const nlohmann::json good = {{"format", "nanogpt.cpp checkpoint"},
+                               {"format_version", 1},
+                               {"files",
+                                {{"model.safetensors", entry},
+                                 {"config.json", entry},
+                                 {"optimizer.safetensors", entry},
+                                 {"state.json", entry}}}};
+  const CheckpointManifest m = parse_checkpoint_manifest(good.dump(), "manifest.json");
+  EXPECT_EQ(m.files.at("state.json").bytes, 10u);
+  EXPECT_EQ(m.files.at("state.json").crc32c, 0x0a1b2c3du);
+  auto with = [&](const nlohmann::json::json_pointer& ptr, const nlohmann::json& v) {
+    nlohmann::json j = good;
+    j[ptr] = v;
+    return j.dump();
+  };
+  using P = nlohmann::json::json_pointer;
+  const std::string f = "m.json";
+  expect_error([&] { parse_checkpoint_manifest(with(P("/files/state.json/crc32c"), 5), f); },
+               {"'m.json'", "state.json", "'crc32c' must be a string"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/files/state.json/crc32c"), "xyz"), f); },
+               {"'m.json'", "state.json", "not 8 hex digits"});
+  expect_error(
+      [&] { parse_checkpoint_manifest(with(P("/files/state.json/crc32c"), "+0a1b2c3"), f); },
+      {"not 8 hex digits"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/files/state.json/bytes"), -1), f); },
+               {"'m.json'", "state.json", "'bytes' must be an integer", "-1"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/files/state.json"), 3), f); },
+               {"'m.json'", "state.json", "expected a JSON object"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/files/state.json/bytes"), 1.5), f); },
+               {"'bytes' must be an integer"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/files/..~1escape"), entry), f); },
+               {"'m.json'", "not a file name inside the checkpoint directory"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/files"), nlohmann::json::array()), f); },
+               {"'m.json'", "\"files\" must be an object"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/format"), 7), f); },
+               {"'m.json'", "is not a nanogpt.cpp checkpoint manifest"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/format_version"), int64_t{1} << 40), f); },
+               {"'m.json'", "newer than this build reads"});
+  expect_error([&] { parse_checkpoint_manifest(with(P("/format_version"), "1"), f); },
+               {"'m.json'", "'format_version' must be an integer"});
+  expect_error([&] { parse_checkpoint_manifest("[]", f); }, {"'m.json'", "is not a"});
+  expect_error([&] { parse_checkpoint_manifest("{", f); }, {"'m.json'", "not valid JSON"});
+}
+
+// config.json is read (and the arena sized from it) before the tensors: a config.json describing
+// a bigger model than model.safetensors holds fails there, before any allocation.
+TEST(CheckpointFuzzRegression, ConfigBiggerThanTheModelFileFailsBeforeAllocation) {
+  TempDir tmp;
+  Saved a(0.0f);
+  const std::string dir = tmp / "ckpt";
+  a.save(dir, 1);
+  EXPECT_EQ(read_checkpoint_config(dir).n_layer, 2);
+  ModelConfig big = a.config;
+  big.n_layer = 12;  // GPT-2 124M's shape: 85M parameters, 340 MB as F32
+  big.n_embd = 768;
+  big.n_head = 12;
+  const FileDigest d = write_text_file(dir + "/config.json", hf_config_json(big).dump(2));
+  auto manifest = nlohmann::json::parse(read_text_file(dir + "/manifest.json"));
+  manifest["files"]["config.json"] = {{"bytes", d.bytes},
+                                      {"crc32c", fmt::format("{:08x}", d.crc32c)}};
+  write_text_file(dir + "/manifest.json", manifest.dump());
+  expect_error([&] { read_checkpoint_config(dir); },
+               {dir + "/config.json", "parameters", dir + "/model.safetensors", "bytes"});
 }
 
 }  // namespace

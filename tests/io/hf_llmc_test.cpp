@@ -213,5 +213,133 @@ TEST(LlmcModel, ValidationErrors) {
   expect_error([&] { load_llmc_model(path); }, {path, "1024-byte header"});
 }
 
+// Regression tests from fuzzing (fuzz/llmc_model_fuzz.cpp, fuzz/hf_config_fuzz.cpp,
+// fuzz/safetensors_fuzz.cpp): huge sizes in headers and config.json fail with a nanogpt::Error
+// naming the file, the field, the value and the limit, before anything is sized from them.
+std::string llmc_header(std::array<int32_t, 8> fields) {
+  std::string bytes(1024, '\0');
+  std::memcpy(bytes.data(), fields.data(), sizeof(fields));
+  return bytes;
+}
+
+TEST(LlmcModelFuzzRegression, HugeHeaderValuesFailBeforeAllocation) {
+  // n_embd 2^31 - 1: 4 * C * C overflowed int64 (undefined behaviour) before the size check.
+  expect_error(
+      [] {
+        parse_llmc_model(llmc_header({20240326, 5, 1, 1, 1, 1, 2147483647, 1}), "m.bin");
+      },
+      {"'m.bin'", "llm.c header", "n_embd = 2147483647: expected 1..65536"});
+  expect_error(
+      [] {
+        parse_llmc_model(llmc_header({20240326, 3, 1024, 50257, 2147483647, 12, 768, 50304}),
+                         "m.bin");
+      },
+      {"'m.bin'", "n_layer = 2147483647: expected 1..1024"});
+  expect_error(
+      [] {
+        parse_llmc_model(llmc_header({20240326, 3, 1024, 2147483647, 12, 12, 768, 2147483647}),
+                         "m.bin");
+      },
+      {"'m.bin'", "vocab_size = 2147483647: expected 1..65536"});
+  expect_error(
+      [] {
+        parse_llmc_model(llmc_header({20240326, 3, 2147483647, 50257, 12, 12, 768, 50304}),
+                         "m.bin");
+      },
+      {"'m.bin'", "block_size = 2147483647: expected 1..1048576"});
+  // Within every per-key bound but 1024 layers of width 65536: too many parameters in total.
+  expect_error(
+      [] {
+        parse_llmc_model(llmc_header({20240326, 3, 1024, 50257, 1024, 1, 65536, 50304}), "m.bin");
+      },
+      {"'m.bin'", "parameters, more than"});
+  // Plausible values that the file's size does not hold: the size check names the header.
+  expect_error(
+      [] {
+        parse_llmc_model(llmc_header({20240326, 3, 1024, 50257, 12, 12, 768, 50304}), "m.bin");
+      },
+      {"'m.bin'", "needs exactly", "(truncated)"});
+}
+
+TEST(HfConfigFuzzRegression, HugeOrWronglyTypedValuesAreNamedErrors) {
+  const nlohmann::json base = {
+      {"n_layer", 2}, {"n_head", 2}, {"n_embd", 16}, {"n_positions", 8}, {"vocab_size", 70}};
+  auto with = [&](const char* key, const nlohmann::json& v) {
+    nlohmann::json j = base;
+    j[key] = v;
+    return j.dump();
+  };
+  EXPECT_EQ(parse_hf_config(base.dump(), "config.json").n_layer, 2);
+  // n_layer 2^31 - 1 used to pass validation and overflow int64 in ParamTable.
+  expect_error([&] { parse_hf_config(with("n_layer", 2147483647), "c.json"); },
+               {"'c.json'", "n_layer = 2147483647: expected 1..1024"});
+  expect_error([&] { parse_hf_config(with("n_positions", 2147483647), "c.json"); },
+               {"'c.json'", "block_size = 2147483647: expected 1..1048576"});
+  expect_error([&] { parse_hf_config(with("n_embd", 1 << 30), "c.json"); },
+               {"'c.json'", "n_embd = 1073741824: expected 1..65536"});
+  // Integers beyond int were truncated (2^40 -> 0), floats truncated (12.5 -> 12) or, beyond
+  // int's range, undefined behaviour (1e300); strings threw nlohmann's own exception.
+  expect_error([&] { parse_hf_config(with("n_layer", int64_t{1} << 40), "c.json"); },
+               {"'c.json'", "'n_layer' must be an integer", "1099511627776"});
+  expect_error([&] { parse_hf_config(with("n_head", 12.5), "c.json"); },
+               {"'c.json'", "'n_head' must be an integer", "12.5"});
+  expect_error([&] { parse_hf_config(with("n_embd", 1e300), "c.json"); },
+               {"'c.json'", "'n_embd' must be an integer"});
+  expect_error([&] { parse_hf_config(with("vocab_size", "50257"), "c.json"); },
+               {"'c.json'", "'vocab_size' must be an integer", "\"50257\""});
+  expect_error([&] { parse_hf_config(with("layer_norm_epsilon", "x"), "c.json"); },
+               {"'c.json'", "'layer_norm_epsilon' must be a number"});
+  expect_error([&] { parse_hf_config(with("activation_function", 3), "c.json"); },
+               {"'c.json'", "'activation_function' must be a string"});
+  // Our own nanogpt_model_config: the same checks per key.
+  nlohmann::json ours = nlohmann::json::parse(hf_config_json(small_config()).dump());
+  EXPECT_EQ(parse_hf_config(ours.dump(), "c.json").vocab_size, 70);
+  ours["nanogpt_model_config"]["n_layer"] = 1e300;
+  expect_error([&] { parse_hf_config(ours.dump(), "c.json"); },
+               {"'c.json': nanogpt_model_config", "'n_layer' expects int"});
+  ours["nanogpt_model_config"]["n_layer"] = 2147483647;
+  expect_error([&] { parse_hf_config(ours.dump(), "c.json"); },
+               {"'c.json'", "n_layer = 2147483647: expected 1..1024"});
+  ours["nanogpt_model_config"] = 7;
+  expect_error([&] { parse_hf_config(ours.dump(), "c.json"); },
+               {"'c.json': nanogpt_model_config must be an object"});
+  expect_error([&] { parse_hf_config("[1, 2]", "c.json"); }, {"'c.json'", "JSON object"});
+  expect_error([&] { parse_hf_config("{", "c.json"); }, {"'c.json'", "not valid JSON"});
+}
+
+TEST(HfGpt2FuzzRegression, TensorsAreCheckedBeforeTheArenaIsAllocated) {
+  // wte [1, 1024] and wpe [1, 1024] in F16 plus 300 "h.N.ln_1.weight" entries of shape [0]: the
+  // inferred config (300 layers of width 1024, 3.8e9 parameters) used to allocate 15 GB before
+  // finding that the layers' tensors are missing.
+  TempDir tmp;
+  std::string header =
+      R"({"wte.weight":{"dtype":"F16","shape":[1,1024],"data_offsets":[0,2048]},)"
+      R"("wpe.weight":{"dtype":"F16","shape":[1,1024],"data_offsets":[2048,4096]})";
+  for (int l = 0; l < 300; ++l) {
+    header += ",\"h." + std::to_string(l) +
+              R"(.ln_1.weight":{"dtype":"F16","shape":[0],"data_offsets":[0,0]})";
+  }
+  header += "}";
+  const uint64_t n = header.size();
+  std::string bytes(reinterpret_cast<const char*>(&n), 8);
+  bytes += header + std::string(4096, '\0');
+  const std::string path = tmp / "model.safetensors";
+  std::ofstream(path, std::ios::binary) << bytes;
+  expect_error([&] { load_hf_gpt2(path); },
+               {path, "'h.0.ln_1.weight' has shape [0]", "expects [1024]"});
+  // 2000 layers: beyond the layer bound, named with the file.
+  std::string many = header.substr(0, header.size() - 1);
+  for (int l = 300; l < 2000; ++l) {
+    many += ",\"h." + std::to_string(l) +
+            R"(.ln_1.weight":{"dtype":"F16","shape":[0],"data_offsets":[0,0]})";
+  }
+  many += "}";
+  const uint64_t m = many.size();
+  std::string bytes2(reinterpret_cast<const char*>(&m), 8);
+  bytes2 += many + std::string(4096, '\0');
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes2;
+  expect_error([&] { load_hf_gpt2(path); }, {path, "n_layer = 2000: expected 1..1024"});
+}
+
 }  // namespace
 }  // namespace nanogpt

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "io/crc32c.h"
 #include "io/dtype_convert.h"
@@ -154,6 +155,47 @@ TEST(Safetensors, WriteErrorIsClear) {
   expect_error([&] { w.write("/dev/full"); }, {"/dev/full", "No space left on device"});
   expect_error([&] { w.write("/nonexistent_dir/x.safetensors"); },
                {"/nonexistent_dir/x.safetensors", "cannot create"});
+}
+
+// Regression tests from fuzzing (fuzz/safetensors_fuzz.cpp).
+TEST(SafetensorsFuzzRegression, HugeShapesFailBeforeAnythingIsSized) {
+  TempDir tmp;
+  const std::string p = tmp / "huge.safetensors";
+  // A "1 TB tensor" (2^18 x 2^20 F32) in a file with no data.
+  write_raw(p, R"({"w":{"dtype":"F32","shape":[262144,1048576],"data_offsets":[0,0]}})", "");
+  expect_error([&] { SafeTensorsReader r(p); },
+               {p, "'w'", "[262144, 1048576]", "more bytes than the file's whole data section"});
+  // The product of the dims overflows 64 bits (it used to, signed: undefined behaviour; and
+  // 2^62 * 4 * 4 bytes wrapped around to 0, matching an empty byte range).
+  write_raw(p, R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})", "");
+  expect_error([&] { SafeTensorsReader r(p); }, {p, "'w'", "more bytes than"});
+  write_raw(p, R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", "");
+  expect_error([&] { SafeTensorsReader r(p); }, {p, "'w'", "non-negative integers"});
+  // A zero dim makes any other dim fine: 0 elements.
+  write_raw(p, R"({"w":{"dtype":"F32","shape":[4611686018427387904,0],"data_offsets":[0,0]}})", "");
+  EXPECT_EQ(SafeTensorsReader(p).info("w").numel(), 0);
+}
+
+TEST(SafetensorsFuzzRegression, EmptyTensorReadsAndBytesEqualFile) {
+  TempDir tmp;
+  const std::string p = tmp / "e.safetensors";
+  const float one = 1.0f;
+  std::string data(reinterpret_cast<const char*>(&one), 4);
+  write_raw(p,
+            R"({"e":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]},)"
+            R"("o":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+            data);
+  const SafeTensorsReader file(p);
+  file.read_f32("e", {0, 4}, nullptr);  // nothing to copy (memcpy from/to null was UB)
+  // The in-memory reader sees the same header and data.
+  std::ifstream in(p, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const SafeTensorsReader mem(bytes, "mem.safetensors");
+  EXPECT_EQ(mem.path(), "mem.safetensors");
+  float o = 0;
+  mem.read_f32("o", {1}, &o);
+  EXPECT_EQ(o, 1.0f);
+  EXPECT_EQ(mem.tensors().size(), file.tensors().size());
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "fixture.h"
 #include "kernels/context.h"
+#include "kernels/ops.h"
 #include "model/init.h"
 
 namespace nanogpt {
@@ -107,7 +108,7 @@ TEST(GptGradAccum, KMicroBatchesEqualOneBatch) {
   const std::vector<int> y = random_tokens(B * T, c.vocab_size, 2);
   model.zero_grad();
   const float full_loss = model.forward(ctx, x.data(), y.data(), B, T, true);
-  model.backward(ctx, 1.0f);
+  model.backward(ctx);
   const std::vector<float> full(model.grads().begin(), model.grads().end());
 
   model.zero_grad();
@@ -115,8 +116,8 @@ TEST(GptGradAccum, KMicroBatchesEqualOneBatch) {
   const int mb = B / k;
   for (int i = 0; i < k; ++i) {
     const int64_t off = static_cast<int64_t>(i) * mb * T;
-    accum_loss += model.forward(ctx, x.data() + off, y.data() + off, mb, T, true) / k;
-    model.backward(ctx, 1.0f / k);
+    accum_loss += model.forward(ctx, x.data() + off, y.data() + off, mb, T, true, 0, 1.0f / k) / k;
+    model.backward(ctx);
   }
   EXPECT_NEAR(accum_loss, full_loss, 1e-5 * full_loss);
   const int64_t n = model.table().total_numel();
@@ -127,12 +128,45 @@ TEST(GptGradAccum, KMicroBatchesEqualOneBatch) {
   // Without zero_grad the next backward adds on top: twice the gradient.
   model.zero_grad();
   model.forward(ctx, x.data(), y.data(), B, T, true);
-  model.backward(ctx, 1.0f);
+  model.backward(ctx);
   model.forward(ctx, x.data(), y.data(), B, T, true);
-  model.backward(ctx, 1.0f);
+  model.backward(ctx);
   for (int64_t i = 0; i < n; i += 97) {
     EXPECT_NEAR(model.grads()[i], 2.0f * full[i], 1e-5 * max_abs(full.data(), n));
   }
+}
+
+TEST(GptClassifier, ChunkedHeadEqualsOneChunkAndTheLogits) {
+  // The classifier runs over chunks of rows (never holding all logits); chunks of 48 rows (a ragged
+  // last chunk) give the loss and gradients of one chunk, and the loss of the full logits.
+  const ModelConfig c = tiny_config();
+  KernelContext ctx;
+  GPT model(c);
+  randomize(model, 11);
+  const int B = 8, T = 16, V = c.vocab_size, Vp = c.padded_vocab_size();
+  const std::vector<int> x = random_tokens(B * T, V, 3);
+  std::vector<int> y = random_tokens(B * T, V, 4);
+  y[50] = -1;
+  model.zero_grad();
+  const float whole = model.forward(ctx, x.data(), y.data(), B, T, true, 0, 0.5f);
+  model.backward(ctx);
+  const std::vector<float> g1(model.grads().begin(), model.grads().end());
+  model.set_classifier_chunk_rows(48);
+  model.zero_grad();
+  const float chunked = model.forward(ctx, x.data(), y.data(), B, T, true, 0, 0.5f);
+  model.backward(ctx);
+  EXPECT_NEAR(chunked, whole, 1e-6 * whole);
+  const int64_t n = model.table().total_numel();
+  const double scale = max_abs(g1.data(), n);
+  EXPECT_LE(max_abs_diff(model.grads().data(), g1.data(), n), 1e-6 * scale);
+  // Eval (no backward) in chunks gives the same loss, and so do the full logits.
+  EXPECT_NEAR(model.forward(ctx, x.data(), y.data(), B, T, false), whole, 1e-6 * whole);
+  model.forward(ctx, x.data(), nullptr, B, T, false);
+  std::vector<float> losses(B * T);
+  ref::crossentropy_forward(losses.data(), model.logits(), y.data(), B * T, V, Vp);
+  double sum = 0;
+  for (float l : losses) sum += l;
+  EXPECT_NEAR(sum / (B * T - 1), whole, 1e-5 * whole);
 }
 
 // Directional finite difference of the loss along the normalized gradient: (L(w+hu)-L(w-hu))/2h
@@ -142,7 +176,7 @@ double directional_derivative_error(GPT& model, KernelContext& ctx, const std::v
                                     const std::vector<int>& y, int B, int T, uint64_t seed) {
   model.zero_grad();
   model.forward(ctx, x.data(), y.data(), B, T, true, seed);
-  model.backward(ctx, 1.0f);
+  model.backward(ctx);
   const int64_t n = model.table().total_numel();
   std::vector<float> g(model.grads().begin(), model.grads().end());
   double norm = 0.0;
@@ -237,7 +271,7 @@ TEST(GptErrors, RejectBadInputsWithErrors) {
   model.init_weights(1);
   std::vector<int> x = random_tokens(2 * 17, 67, 1);
   EXPECT_THROW(model.forward(ctx, x.data(), nullptr, 2, 17, false), Error);  // T > block_size
-  EXPECT_THROW(model.backward(ctx, 1.0f), Error);                            // no forward yet
+  EXPECT_THROW(model.backward(ctx), Error);                                  // no forward yet
   x[3] = 67;
   EXPECT_THROW(model.forward(ctx, x.data(), nullptr, 2, 16, false), Error);  // id >= V
   x[3] = 0;
@@ -247,9 +281,9 @@ TEST(GptErrors, RejectBadInputsWithErrors) {
   y[0] = -1;
   model.forward(ctx, x.data(), y.data(), 2, 16, true);
   EXPECT_EQ(model.num_valid_targets(), 31);
-  EXPECT_THROW(model.logits(), Error);  // overwritten by dlogits
-  model.backward(ctx, 1.0f);
-  EXPECT_THROW(model.backward(ctx, 1.0f), Error);  // once per forward
+  EXPECT_THROW(model.logits(), Error);  // a forward with targets keeps no logits
+  model.backward(ctx);
+  EXPECT_THROW(model.backward(ctx), Error);  // once per forward
   ModelConfig bad = c;
   bad.n_embd = 33;
   EXPECT_THROW(GPT{bad}, Error);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Peak memory of the two memory-heavy workloads, a few training steps each (memory only; speed is
+# bench/run_train_bench.sh's job): W2 (nanoGPT's baby GPT: 6x6x384, T 256, B 64, dropout 0.2,
+# char tinyshakespeare) and W3' (GPT-2 124M shapes, B 4, T 1024, GPT-2 tinyshakespeare). Prints
+# the final summary line of each run (tracked peak / process RSS); docs/benchmarks.md records them.
+#   Usage: bash bench/run_memory_bench.sh [steps=2]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-2}
+WORK=build/bench_work; mkdir -p "$WORK"
+ROOT=$PWD
+NANOGPT=${NANOGPT:-$ROOT/build/nanogpt}  # another build to compare: NANOGPT=/path/to/nanogpt
+[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
+  build/nanogpt prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
+    --out_dir="$WORK/data/shakespeare_char" >/dev/null
+[ -f "$WORK/data/shakespeare_gpt2/train.bin" ] ||
+  build/nanogpt prepare --tokenizer=gpt2 --input=../shared/data/tinyshakespeare.txt \
+    --out_dir="$WORK/data/shakespeare_gpt2" >/dev/null
+export OMP_NUM_THREADS=2
+common=(--max_iters="$STEPS" --eval_interval=100000 --eval_iters=1 --log_interval=1
+        --always_save_checkpoint=False --gradient_accumulation_steps=1)
+echo "W2 (6x6x384, T 256, B 64, dropout 0.2):"
+(cd "$WORK" && "$NANOGPT" train "$ROOT/config/train_shakespeare_char.py" \
+   --dataset=shakespeare_char "${common[@]}" --out_dir=out-mem-w2 | tail -1)
+echo "W3' (GPT-2 124M, T 1024, B 4):"
+(cd "$WORK" && "$NANOGPT" train "$ROOT/config/train_gpt2.py" --dataset=shakespeare_gpt2 \
+   --batch_size=4 --block_size=1024 "${common[@]}" --out_dir=out-mem-w3p | tail -1)

@@ -1,0 +1,135 @@
+// Backend: the one seam through which the model calls its ops (same names and arguments as
+// kernels/ops.h, without the context). Today it runs the CPU kernels (cpu::) with the process's
+// KernelContext; when an OpProfile is attached it also times every call and charges its FLOPs and
+// bytes to the op's class (op_profile.h). A GPU backend will implement the same methods, so the
+// model code (model/gpt.cpp) stays free of device specifics.
+#pragma once
+
+#include <cstdint>
+
+#include "core/timer.h"
+#include "kernels/op_profile.h"
+#include "kernels/ops.h"
+
+namespace nanogpt {
+
+class Backend {
+ public:
+  // profile may be null (no timing: the calls cost nothing extra).
+  Backend(KernelContext& ctx, OpProfile* profile) : ctx_(ctx), profile_(profile) {}
+
+  // The same backend charging its matmuls to `c` (the classifier's head: OpClass::kClassifier).
+  Backend as(OpClass c) const {
+    Backend b = *this;
+    b.matmul_class_ = c;
+    return b;
+  }
+
+  void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
+                       int C) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * B * T * C * 3);
+    cpu::encoder_forward(out, inp, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T,
+                        int C) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * B * T * C * 5);
+    cpu::encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int64_t N, int C) {
+    Scope s(profile_, OpClass::kNorm, 8.0 * N * C, 4.0 * N * C * 2);
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int64_t N, int C) {
+    Scope s(profile_, OpClass::kNorm, 14.0 * N * C, 4.0 * N * C * 4);
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      int64_t N, int C, int OC) {
+    Scope s(profile_, matmul_class_, 2.0 * N * C * OC, 4.0 * (N * C + double(C) * OC + N * OC));
+    cpu::matmul_forward(ctx_, out, inp, weight, bias, N, C, OC);
+  }
+  // dinp may be null.
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int64_t N, int C, int OC) {
+    const double products = dinp ? 2 : 1;
+    Scope s(profile_, matmul_class_, products * 2.0 * N * C * OC,
+            4.0 * (N * OC + (products + 1) * (N * C + double(C) * OC)));
+    cpu::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  // Causal attention: QK^T and PV over the lower triangle, 2*B*T*T*C FLOPs forward (nanoGPT's
+  // count), twice that backward.
+  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
+                         float dropout_p, uint64_t seed) {
+    Scope s(profile_, OpClass::kAttention, 2.0 * B * T * double(T) * C, 4.0 * B * T * C * 4);
+    cpu::attention_forward(out, lse, qkv, B, T, C, NH, dropout_p, seed);
+  }
+  void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
+                          const float* qkv, int B, int T, int C, int NH, float dropout_p,
+                          uint64_t seed) {
+    Scope s(profile_, OpClass::kAttention, 4.0 * B * T * double(T) * C, 4.0 * B * T * C * 8);
+    cpu::attention_backward(dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+  }
+  void attention_decode(float* out, const float* q, const float* kcache, const float* vcache, int t,
+                        int C, int NH) {
+    Scope s(profile_, OpClass::kAttention, 4.0 * t * C, 4.0 * 2 * t * C);
+    cpu::attention_decode(out, q, kcache, vcache, t, C, NH);
+  }
+  void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 2);
+    cpu::gelu_forward(out, inp, N, kind);
+  }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 4);
+    cpu::gelu_backward(dinp, inp, dout, N, kind);
+  }
+  void residual_forward(float* out, const float* a, const float* b, int64_t N) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 3);
+    cpu::residual_forward(out, a, b, N);
+  }
+  void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 2);
+    cpu::dropout_forward(out, inp, N, p, seed);
+  }
+  void dropout_backward(float* dinp, const float* dout, int64_t N, float p, uint64_t seed) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 3);
+    cpu::dropout_backward(dinp, dout, N, p, seed);
+  }
+  void crossentropy_forward(float* losses, const float* logits, const int* targets, int64_t N,
+                            int V, int Vp) {
+    Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * Vp);
+    cpu::crossentropy_forward(losses, logits, targets, N, V, Vp);
+  }
+  void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                     const int* targets, float dloss, int64_t N, int V, int Vp) {
+    Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * Vp * 2);
+    cpu::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
+  }
+
+ private:
+  // Times one call when a profile is attached.
+  class Scope {
+   public:
+    Scope(OpProfile* p, OpClass c, double flops, double bytes)
+        : p_(p), c_(c), flops_(flops), bytes_(bytes) {}
+    ~Scope() {
+      if (p_) p_->add(c_, timer_.seconds(), flops_, bytes_);
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    OpProfile* p_;
+    OpClass c_;
+    double flops_, bytes_;
+    Timer timer_;
+  };
+
+  KernelContext& ctx_;
+  OpProfile* profile_;
+  OpClass matmul_class_ = OpClass::kMatmul;
+};
+
+}  // namespace nanogpt

@@ -1,0 +1,62 @@
+// OpProfile: where a training step's time goes, per op class (matmul, attention, norm,
+// elementwise, classifier, optimizer, data), with the FLOPs and bytes each op moved, so that
+// `nanogpt train --profile=True` can print share of step time, GFLOP/s or GB/s and % of peak.
+// Filled by the ops seam (kernels/ops_seam.h) and the trainer; printed by table().
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace nanogpt {
+
+enum class OpClass : int {
+  kMatmul,       // the block's linear layers (forward and backward)
+  kAttention,    // causal self-attention (forward and backward)
+  kNorm,         // LayerNorm
+  kElementwise,  // GELU, residual adds, dropout, embedding lookup
+  kClassifier,   // the tied head: logits matmul, softmax cross-entropy, its backward
+  kOptimizer,    // gradient clipping and the optimizer step
+  kData,         // building batches
+  kCount,
+};
+
+const char* op_class_name(OpClass c);
+
+struct OpStats {
+  double seconds = 0;
+  double flops = 0;  // useful floating-point operations
+  double bytes = 0;  // bytes read + written (the least an op must move)
+  int64_t calls = 0;
+};
+
+class OpProfile {
+ public:
+  void add(OpClass c, double seconds, double flops, double bytes) {
+    OpStats& s = stats_[static_cast<int>(c)];
+    s.seconds += seconds;
+    s.flops += flops;
+    s.bytes += bytes;
+    ++s.calls;
+  }
+  // Whole steps covered (their wall time), for the share of each class and the untimed rest.
+  void add_step(double seconds) {
+    step_seconds_ += seconds;
+    ++steps_;
+  }
+  const OpStats& stats(OpClass c) const { return stats_[static_cast<int>(c)]; }
+  int64_t steps() const { return steps_; }
+  double step_seconds() const { return step_seconds_; }
+
+  // A table, one row per class plus "other" (step time no op accounts for: threads waiting,
+  // bookkeeping): ms per step, share of step time, GFLOP/s or GB/s, % of the given peaks.
+  // An op is compute-bound when its FLOPs per byte exceed peak_flops / peak_bytes_per_s.
+  std::string table(double peak_flops, double peak_bytes_per_s) const;
+
+ private:
+  std::array<OpStats, static_cast<int>(OpClass::kCount)> stats_{};
+  double step_seconds_ = 0;
+  int64_t steps_ = 0;
+};
+
+}  // namespace nanogpt

@@ -1,0 +1,58 @@
+// OpProfile's table: shares of step time, throughput and % of peak per op class, "other" for the
+// untimed rest; and the Backend seam charging each op to its class only when a profile is attached.
+#include "kernels/op_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/context.h"
+
+namespace nanogpt {
+namespace {
+
+TEST(OpProfile, TableShowsShareThroughputAndPercentOfPeak) {
+  OpProfile p;
+  // One step of 2 s: a compute-bound matmul (1 s, 4e9 FLOPs over 1e6 bytes) and a memory-bound
+  // norm (0.5 s, 1e9 bytes).
+  p.add(OpClass::kMatmul, 1.0, 4e9, 1e6);
+  p.add(OpClass::kNorm, 0.5, 1e6, 1e9);
+  p.add_step(2.0);
+  const std::string t = p.table(/*peak_flops=*/1e10, /*peak_bytes_per_s=*/4e9);
+  EXPECT_NE(t.find("profile over 1 steps (2000.0 ms/step"), std::string::npos) << t;
+  EXPECT_NE(t.find("matmul          1000.00   50.0%        1  4.0 GFLOP/s       40% compute"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("norm             500.00   25.0%        1     2.0 GB/s       50% memory"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("other            500.00   25.0%"), std::string::npos) << t;
+  EXPECT_EQ(t.find("attention"), std::string::npos) << t;  // classes never called are left out
+}
+
+TEST(OpProfile, BackendChargesOpsToTheirClassOnlyWhenAttached) {
+  KernelContext ctx;
+  const int64_t N = 8;
+  const int C = 16, OC = 32;
+  std::vector<float> x(N * C, 0.5f), w(OC * C, 0.25f), y(N * OC), dy(N * OC, 1.0f);
+  std::vector<float> dx(N * C), dw(OC * C);
+  Backend plain(ctx, nullptr);
+  plain.matmul_forward(y.data(), x.data(), w.data(), nullptr, N, C, OC);  // no profile: no-op
+  OpProfile p;
+  Backend ops(ctx, &p);
+  ops.matmul_forward(y.data(), x.data(), w.data(), nullptr, N, C, OC);
+  EXPECT_FLOAT_EQ(y[0], 0.5f * 0.25f * C);
+  ops.as(OpClass::kClassifier)
+      .matmul_backward(dx.data(), dw.data(), nullptr, dy.data(), x.data(), w.data(), N, C, OC);
+  ops.gelu_forward(y.data(), y.data(), N * OC, GeluKind::kTanh);
+  EXPECT_EQ(p.stats(OpClass::kMatmul).calls, 1);
+  EXPECT_DOUBLE_EQ(p.stats(OpClass::kMatmul).flops, 2.0 * N * C * OC);
+  EXPECT_EQ(p.stats(OpClass::kClassifier).calls, 1);
+  EXPECT_DOUBLE_EQ(p.stats(OpClass::kClassifier).flops, 4.0 * N * C * OC);  // dinp and dweight
+  EXPECT_EQ(p.stats(OpClass::kElementwise).calls, 1);
+  EXPECT_GT(p.stats(OpClass::kMatmul).seconds, 0.0);
+}
+
+}  // namespace
+}  // namespace nanogpt
