@@ -13,6 +13,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/isa_required.h"
 #include "core/timer.h"
 
 namespace nanogpt {
@@ -30,14 +31,7 @@ std::string cpu_model_name() {
 }
 
 std::string cpu_simd_features() {
-  std::string out;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) out += "avx512f ";
-  if (__builtin_cpu_supports("avx512bf16")) out += "avx512_bf16 ";
-  if (__builtin_cpu_supports("fma")) out += "fma ";
-  if (__builtin_cpu_supports("avx2")) out += "avx2 ";
-  if (!out.empty()) out.pop_back();
-  return out;
+  return isa_names(nanogpt_cpu_isa() & (kIsaAvx2 | kIsaFma | kIsaAvx512f | kIsaAvx512bf16));
 }
 
 namespace {

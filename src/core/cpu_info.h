@@ -13,7 +13,8 @@ struct PeakFlops {
 };
 
 std::string cpu_model_name();
-// e.g. "avx512f avx512_bf16 fma avx2"
+// The SIMD that matters for the FMA peak, e.g. "avx2 fma avx512f avx512_bf16" (the peak cache key;
+// isa_required.h has the full list).
 std::string cpu_simd_features();
 
 // Runs the probe (about 0.1 s) and returns the best of it and the value cached in
