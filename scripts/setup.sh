@@ -15,6 +15,9 @@ APT_PACKAGES=(
   libgtest-dev         # GoogleTest: the test suite
   libbenchmark-dev     # Google Benchmark: bench/
   qemu-user            # the test that runs the binary on an emulated CPU without AVX-512
+  libopenmpi-dev       # MPI (OpenMPI): data-parallel training over processes and hosts
+  openmpi-bin          # mpirun, for `mpirun -np N nanogpt train` and the data-parallel tests
+  iproute2             # `ip netns`: the tests' two network-namespace hosts
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "core/config.h"
+#include "dist/communicator.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -20,11 +21,25 @@ int train_command(const Args& args) {
   std::vector<ConfigAssignment> assignments = parse_command_line(args);
   apply_assignments(config, assignments);
   config.validate();  // before printing: a bad key's message should come first
-  fmt::print("effective config:\n{}\n", format_config(config));
-  std::fflush(stdout);
-  TrainOptions options;
-  for (const auto& a : assignments) options.explicit_keys.insert(a.key);
-  run_training(config, options);
+  // Under mpirun: one rank of a data-parallel job (a plain run is a world of one, without MPI).
+  std::unique_ptr<Communicator> comm = make_communicator(config.comm_timeout);
+  try {
+    if (comm->rank() == 0) {
+      fmt::print("effective config:\n{}\n", format_config(config));
+      std::fflush(stdout);
+    }
+    TrainOptions options;
+    for (const auto& a : assignments) options.explicit_keys.insert(a.key);
+    options.comm = comm.get();
+    run_training(config, options);
+  } catch (const std::exception& e) {
+    if (comm->size() == 1) throw;
+    // One rank failing ends the whole job at once (its peers would otherwise wait for it).
+    std::fprintf(stderr, "error: rank %d of %d: %s\n", comm->rank(), comm->size(), e.what());
+    std::fflush(stderr);
+    comm->abort_job(1);
+    return 1;
+  }
   return 0;
 }
 

@@ -35,6 +35,10 @@ GPT::GPT(const ModelConfig& config, MemoryTracker* tracker)
       grads_(static_cast<size_t>(table_.total_numel()), tracker) {
   w_ = bind_weights(table_, config_.n_layer, params_.data());
   g_ = bind_weights(table_, config_.n_layer, grads_.data());
+  for (int l = 0; l < config_.n_layer; ++l) {
+    block_begin_.push_back(table_.at("h." + std::to_string(l) + ".ln_1.weight").offset);
+  }
+  block_begin_.push_back(table_.at("ln_f.weight").offset);
 }
 
 void GPT::init_weights(uint64_t seed) { nanogpt::init_weights(table_, params_.data(), seed); }
@@ -174,6 +178,8 @@ void GPT::backward(KernelContext& ctx) {
   zero(s.dresidual, N * C);
   ops.layernorm_backward(s.dresidual, g_.lnfw, g_.lnfb, a.dlnf, x_last, w_.lnfw, a.lnf_mean,
                          a.lnf_rstd, N, C);
+  const int L = config_.n_layer;
+  if (grad_ready_) grad_ready_(block_begin_[L], table_.total_numel());
 
   // Blocks in reverse. s.dresidual holds d(residual3); the identity path of each residual add is
   // kept by accumulating the branch's input gradient into it (so it becomes d(residual2), d(x)).
@@ -218,6 +224,7 @@ void GPT::backward(KernelContext& ctx) {
     ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, bw.qkvw, N, C, 3 * C);
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C);
+    if (grad_ready_) grad_ready_(block_begin_[l], block_begin_[l + 1]);
   }
 
   const float* demb = s.dresidual;
@@ -227,6 +234,7 @@ void GPT::backward(KernelContext& ctx) {
     demb = s.ddrop;
   }
   ops.encoder_backward(g_.wte, g_.wpe, demb, inputs_.data(), B, T, C);
+  if (grad_ready_) grad_ready_(0, block_begin_[0]);
 }
 
 void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, float* logits_out) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -51,6 +52,14 @@ class GPT {
   void backward(KernelContext& ctx);
   void zero_grad() { grads_.zero(); }
 
+  // Called by backward() each time a contiguous range [begin, end) of grads() has become final for
+  // this backward: ln_f first, then each block from the last to the first, then wte and wpe (the
+  // tied classifier's dwte, accumulated in forward, is finished by the encoder backward at the
+  // very end). Data-parallel training starts each range's all-reduce from here while the backward
+  // goes on. An empty function (the default) disables it.
+  using GradReadyHook = std::function<void(int64_t begin, int64_t end)>;
+  void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }
+
   // Attaches a profile that every op call of forward, backward and forward_one is timed into
   // (null: none, the default).
   void set_profile(OpProfile* profile) { profile_ = profile; }
@@ -86,6 +95,8 @@ class GPT {
   Buffer<float> full_logits_;  // (B, T, Vp) of the last forward without targets
   int64_t chunk_rows_override_ = 0;
   OpProfile* profile_ = nullptr;
+  GradReadyHook grad_ready_;
+  std::vector<int64_t> block_begin_;  // (L + 1) arena offset of block l's first tensor; [L] = ln_f
   // State of the last forward, used by backward.
   std::vector<int> inputs_;  // (B, T)
   int B_ = 0, T_ = 0;

@@ -22,6 +22,11 @@ void TrainConfig::validate() const {
         "dtype = '{}': only 'float32' is available in this build (bfloat16 and float16 come with "
         "the mixed-precision work); use --dtype=float32",
         dtype);
+  CHECK(zero_stage == 0 || zero_stage == 1,
+        "zero_stage = {}: expected 0 (plain data-parallel) or 1 (ZeRO-1: sharded optimizer state)",
+        zero_stage);
+  CHECK(comm_timeout > 0, "comm_timeout = {}: expected seconds > 0", comm_timeout);
+  CHECK(bucket_cap_mb > 0, "bucket_cap_mb = {}: expected megabytes > 0", bucket_cap_mb);
   CHECK(!out_dir.empty(), "out_dir is empty: give a directory such as --out_dir=out");
   ModelConfig shape = model;
   if (shape.vocab_size == 0) shape.vocab_size = 1;  // resolved later from the dataset

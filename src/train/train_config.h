@@ -36,6 +36,10 @@ struct TrainConfig {
   std::string dtype = "float32";
   int64_t threads = 0;
   bool profile = false;
+  // data-parallel (mpirun -np N)
+  int64_t zero_stage = 0;
+  double comm_timeout = 600;
+  double bucket_cap_mb = 25;
   // accepted for nanoGPT compatibility, no effect here
   std::string device = "cpu";
   bool compile = true;
@@ -66,12 +70,21 @@ struct TrainConfig {
     model.visit(v);
     optim.visit(v);
     v("max_iters", max_iters, "total optimizer steps");
-    v("seed", seed, "random seed (init, batches, dropout); rank r uses seed + r");
+    v("seed", seed, "random seed (init, batches, dropout); under mpirun rank r reads micro-batches r, r+N, ... "
+      "of the one stream this seed defines");
     v("dtype", dtype, "'float32' (bfloat16/float16 arrive with mixed precision)");
-    v("threads", threads, "CPU threads; 0 = all cores");
+    v("threads", threads,
+      "CPU threads per rank; 0 = all cores (under mpirun: the cores the rank is bound to, or the "
+      "cores shared among the ranks of the host)");
     v("profile", profile,
       "time every op; at the end print where step time went per op class (share, GFLOP/s or "
       "GB/s, % of the peaks measured here)");
+    v("zero_stage", zero_stage,
+      "under mpirun: 0 = plain data-parallel; 1 = ZeRO-1 (optimizer state sharded across ranks)");
+    v("comm_timeout", comm_timeout,
+      "under mpirun: seconds a rank waits for its peers before ending the job with an error");
+    v("bucket_cap_mb", bucket_cap_mb,
+      "under mpirun: MB of gradients per all-reduce bucket, started during the backward");
     v("device", device, "accepted for nanoGPT configs; always the CPU here");
     v("compile", compile, "accepted for nanoGPT configs; kernels are always fused here");
     v("backend", backend, "accepted for nanoGPT configs; no effect");

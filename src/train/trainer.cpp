@@ -24,6 +24,8 @@
 #include "core/timer.h"
 #include "data/dataset_files.h"
 #include "data/loader.h"
+#include "dist/data_parallel.h"
+#include "dist/single_process_communicator.h"
 #include "io/checkpoint.h"
 #include "kernels/context.h"
 #include "model/gpt.h"
@@ -107,7 +109,10 @@ struct Batch {
 class TrainingRun {
  public:
   TrainingRun(TrainConfig config, const TrainOptions& options)
-      : config_(std::move(config)), options_(options) {}
+      : config_(std::move(config)), options_(options) {
+    comm_ = options_.comm ? options_.comm : &single_process_;
+    if (comm_->rank() != 0) options_.quiet = true;  // rank 0 alone logs
+  }
 
   TrainResult run() {
     Timer wall;
@@ -144,7 +149,13 @@ class TrainingRun {
 
   void setup() {
     config_.validate();
-    if (config_.threads > 0) omp_set_num_threads(static_cast<int>(config_.threads));
+    check_same_config(*comm_, config_to_json(config_));
+    dp_ = std::make_unique<DataParallel>(
+        *comm_, config_.gradient_accumulation_steps,
+        static_cast<int64_t>(config_.bucket_cap_mb * 1e6 / sizeof(float)));
+    if (config_.threads > 0 || comm_->size() > 1) {
+      omp_set_num_threads(threads_per_rank(config_.threads, comm_->local_size()));
+    }
     threads_ = omp_get_max_threads();
     data_dir_ = config_.resolved_data_dir();
     dataset_meta_ = read_dataset_meta(data_dir_);
@@ -211,11 +222,14 @@ class TrainingRun {
     eval_loaders_[1] = std::make_unique<DataLoader>(val_path, ec);
 
     if (from == "resume") restore();
+    dp_->align(*train_loader_);
 
-    fs::create_directories(config_.out_dir);
-    std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
-    if (from == "resume") rewind_metrics(metrics_path, iter_num_);
-    metrics_ = MetricsLog(metrics_path, from == "resume");
+    if (dp_->is_main()) {
+      fs::create_directories(config_.out_dir);
+      std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
+      if (from == "resume") rewind_metrics(metrics_path, iter_num_);
+      metrics_ = MetricsLog(metrics_path, from == "resume");
+    }
 
     PeakFlops peak = measure_peak_flops(threads_);
     peak_flops_ = peak.flops_per_s;
@@ -241,6 +255,11 @@ class TrainingRun {
                     "relative to it)",
                     threads_, cpu_model_name(), peak_flops_ / 1e9,
                     peak.from_cache ? " (best measured here)" : ""));
+    if (comm_->size() > 1) {
+      say(fmt::format("data-parallel: {}; {} micro-steps per rank per step, gradients averaged in "
+                      "buckets of {} MB during the backward; rank 0 logs, evaluates and saves",
+                      comm_->describe(), dp_->local_accumulation(), config_.bucket_cap_mb));
+    }
     if (from == "resume") {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));
@@ -383,8 +402,8 @@ class TrainingRun {
     Timer since_start;
     int64_t first_iter = iter_num_;
     for (;;) {
-      if (iter_num_ % config_.eval_interval == 0 || iter_num_ == config_.max_iters ||
-          config_.eval_only) {
+      if (dp_->is_main() && (iter_num_ % config_.eval_interval == 0 ||
+                             iter_num_ == config_.max_iters || config_.eval_only)) {
         evaluate_and_maybe_save();
       }
       if (config_.eval_only || iter_num_ >= config_.max_iters) break;
@@ -392,18 +411,22 @@ class TrainingRun {
       Timer step_timer;
       const double lr = learning_rate_at(config_.optim, iter_num_);
       double loss_sum = 0;
-      for (int64_t micro = 0; micro < accum; ++micro) {
+      const int64_t local_accum = dp_->local_accumulation();
+      for (int64_t micro = 0; micro < local_accum; ++micro) {
         {
           Timer data_timer;
-          train_loader_->next_batch(batch.inputs.data(), batch.targets.data());
+          dp_->next_batch(*train_loader_, batch.inputs.data(), batch.targets.data());
           if (config_.profile) profile_.add(OpClass::kData, data_timer.seconds(), 0, 0);
         }
-        loss_sum +=
-            model_->forward(ctx_, batch.inputs.data(), batch.targets.data(), B, T,
-                            /*training=*/true, dropout_seed_for(config_.seed, iter_num_, micro),
-                            /*grad_scale=*/1.0f / static_cast<float>(accum));
+        loss_sum += model_->forward(
+            ctx_, batch.inputs.data(), batch.targets.data(), B, T,
+            /*training=*/true, dropout_seed_for(config_.seed, iter_num_, dp_->global_micro(micro)),
+            /*grad_scale=*/1.0f / static_cast<float>(accum));
+        dp_->before_backward(*model_, micro + 1 == local_accum);
         model_->backward(ctx_);
       }
+      const double comm_s = dp_->finish_step(*model_, &loss_sum);
+      result_.comm_wait_seconds += comm_s;
       Timer optimizer_timer;
       double norm =
           clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
@@ -432,9 +455,11 @@ class TrainingRun {
         double eta = since_start.seconds() / static_cast<double>(done) *
                      static_cast<double>(config_.max_iters - iter_num_ - 1);
         say(fmt::format(
-            "iter {}: loss {:.4f}, time {:.1f}ms, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
+            "iter {}: loss {:.4f}, time {:.1f}ms{}, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
             "norm {:.3f}, mem {} (rss {}), eta {}",
-            iter_num_, loss, ms, running_mfu * 100, tok_s, lr, norm,
+            iter_num_, loss, ms,
+            comm_->size() > 1 ? fmt::format(" (comm wait {:.1f}ms)", comm_s * 1e3) : "",
+            running_mfu * 100, tok_s, lr, norm,
             format_bytes(tracker_.peak_bytes()), format_bytes(process_peak_rss_bytes()),
             format_duration(eta)));
         nlohmann::ordered_json rec;
@@ -443,6 +468,7 @@ class TrainingRun {
         rec["lr"] = lr;
         rec["grad_norm"] = norm;
         rec["ms"] = ms;
+        if (comm_->size() > 1) rec["comm_wait_ms"] = comm_s * 1e3;
         rec["tokens_per_s"] = tok_s;
         rec["mfu"] = mfu;
         rec["peak_mem_bytes"] = tracker_.peak_bytes();
@@ -457,6 +483,9 @@ class TrainingRun {
 
   TrainConfig config_;
   TrainOptions options_;
+  SingleProcessCommunicator single_process_;
+  Communicator* comm_ = nullptr;
+  std::unique_ptr<DataParallel> dp_;
   TrainResult result_;
   MemoryTracker tracker_;
   KernelContext ctx_;

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "dist/communicator.h"
 #include "train/train_config.h"
 
 namespace nanogpt {
@@ -23,6 +24,7 @@ struct TrainResult {
   int64_t peak_tracked_bytes = 0;
   int64_t peak_rss_bytes = 0;
   std::string checkpoint_dir;  // "" if none was written
+  double comm_wait_seconds = 0;  // total time steps waited on other ranks
 };
 
 struct TrainOptions {
@@ -30,6 +32,8 @@ struct TrainOptions {
   // Keys the user set (config files, --key=value). On resume the model's shape comes from the
   // checkpoint; a shape key set here to a different value is an error rather than ignored.
   std::set<std::string> explicit_keys;
+  // The ranks of a data-parallel run (mpirun); null: a single process.
+  Communicator* comm = nullptr;
 };
 
 // Runs training as configured. Throws nanogpt::Error on bad configuration or files.
