@@ -35,7 +35,12 @@ int train_command(const Args& args) {
   } catch (const std::exception& e) {
     if (comm->size() == 1) throw;
     // One rank failing ends the whole job at once (its peers would otherwise wait for it).
-    std::fprintf(stderr, "error: rank %d of %d: %s\n", comm->rank(), comm->size(), e.what());
+    const std::string what = e.what();
+    if (what.rfind("rank ", 0) == 0) {  // already names the rank
+      std::fprintf(stderr, "error: %s\n", what.c_str());
+    } else {
+      std::fprintf(stderr, "error: rank %d of %d: %s\n", comm->rank(), comm->size(), what.c_str());
+    }
     std::fflush(stderr);
     comm->abort_job(1);
     return 1;
