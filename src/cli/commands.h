@@ -14,12 +14,20 @@ int prepare_command(const Args& args);
 int train_command(const Args& args);
 int sample_command(const Args& args);
 int export_command(const Args& args);
+int estimate_command(const Args& args);
+int sweep_command(const Args& args);
+int report_command(const Args& args);
+int autotune_command(const Args& args);
 
 // Key tables for `nanogpt help <command>` / `nanogpt <command> --help`.
 std::string prepare_help();
 std::string train_help();
 std::string sample_help();
 std::string export_help();
+std::string estimate_help();
+std::string sweep_help();
+std::string report_help();
+std::string autotune_help();
 
 // True if args ask for help (--help or -h anywhere).
 bool wants_help(const Args& args);

@@ -31,6 +31,9 @@ const std::map<std::string, Command>& commands() {
       {"train", {train_command, train_help, "train (or resume, or finetune) a GPT"}},
       {"sample", {sample_command, sample_help, "generate text from a checkpoint"}},
       {"export", {export_command, export_help, "write a checkpoint as an llm.c model file"}},
+      {"estimate", {estimate_command, estimate_help, "parameters, FLOPs and peak memory of a config"}},
+      {"sweep", {sweep_command, sweep_help, "run a grid of trainings into results.csv"}},
+      {"report", {report_command, report_help, "report.md + report.html of a sweep or a run"}},
   };
   return table;
 }
@@ -96,8 +99,8 @@ int run(int argc, char** argv) {
   }
   auto it = commands().find(name);
   CHECK(it != commands().end(),
-        "unknown command '{}'. Commands: prepare, train, sample, export "
-        "(nanogpt --help)",
+        "unknown command '{}'. Commands: prepare, train, sample, export, estimate, sweep, "
+        "report, autotune (nanogpt --help)",
         name);
   if (wants_help(rest)) {
     std::fputs(it->second.help().c_str(), stdout);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.h"
@@ -27,8 +29,32 @@ struct LayerActivations {
   float* residual3 = nullptr;  // (N, C)   block output
 };
 
+// Bytes of an arena by kind of content, in carving order (the estimator's breakdown). total_bytes is
+// the arena's allocation (kinds summed, rounded up like Buffer).
+struct ArenaLayout {
+  std::vector<std::pair<std::string, int64_t>> by_kind;
+  int64_t total_bytes = 0;
+  void add(const std::string& kind, int64_t bytes);
+};
+// The kinds the arenas are cut into.
+inline constexpr const char* kArenaEmbedding = "activations: embedding";
+inline constexpr const char* kArenaLayerNorm = "activations: layernorm stats";
+inline constexpr const char* kArenaQkv = "activations: qkv";
+inline constexpr const char* kArenaAttention = "activations: attention out + lse";
+inline constexpr const char* kArenaResidual = "activations: residual streams";
+inline constexpr const char* kArenaMlp = "activations: mlp (pre-GELU)";
+inline constexpr const char* kArenaDropout = "activations: dropout outputs";
+inline constexpr const char* kArenaWorking = "activations: per-layer working buffers";
+inline constexpr const char* kArenaClassifier = "classifier (lnf, logits chunk, dlnf, losses)";
+inline constexpr const char* kArenaScratch = "backward scratch (activation grads)";
+
 // Rows per classifier chunk: about 16M floats (64 MB) of logits, a multiple of 64 rows, at most N.
 int64_t classifier_chunk_rows(int64_t N, int64_t Vp);
+
+// The layouts Activations::reserve and GradScratch::reserve allocate for N rows (same carving code,
+// run without memory), so an estimate from them is what training allocates.
+ArenaLayout activation_layout(const ModelConfig& config, int64_t N, int64_t chunk_rows = 0);
+ArenaLayout grad_scratch_layout(const ModelConfig& config, int64_t N);
 
 class Activations {
  public:

@@ -36,6 +36,10 @@ class Optimizer {
   int64_t steps_ = 0;
 };
 
+// State tensors (each table.total_numel() floats) the optimizer of `config` keeps: AdamW 2 (m, v),
+// SGD 1 with momentum, 0 without. The optimizers allocate exactly this many; the estimator uses it.
+int optimizer_state_tensor_count(const OptimConfig& config);
+
 // AdamW or SGD per config.optimizer (validated). State buffers are zeroed and sized for `table`.
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const ParamTable& table,
                                           MemoryTracker* tracker = nullptr);

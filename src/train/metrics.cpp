@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace nanogpt {
@@ -26,6 +28,23 @@ void MetricsLog::write(const nlohmann::ordered_json& record) {
   if (!out_.is_open()) return;
   out_ << record.dump() << "\n";
   out_.flush();
+}
+
+double last_elapsed_seconds(const std::string& path) {
+  std::ifstream in(path);
+  double last = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    try {
+      auto j = nlohmann::json::parse(line);
+      if (j.is_object() && j.contains("elapsed_s") && j["elapsed_s"].is_number()) {
+        last = std::max(last, j["elapsed_s"].get<double>());
+      }
+    } catch (const std::exception&) {
+      // a torn line: skipped
+    }
+  }
+  return last;
 }
 
 std::string format_bytes(int64_t bytes) {

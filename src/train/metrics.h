@@ -34,6 +34,10 @@ class MetricsLog {
   std::ofstream out_;
 };
 
+// The largest elapsed_s of the records in a metrics.jsonl (0 if none or no file): where a resumed
+// run's clock continues.
+double last_elapsed_seconds(const std::string& path);
+
 // "12.3 MiB", "1.20 GiB".
 std::string format_bytes(int64_t bytes);
 // "1m 05s", "2h 03m".

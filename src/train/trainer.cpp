@@ -227,7 +227,10 @@ class TrainingRun {
     if (dp_->is_main()) {
       fs::create_directories(config_.out_dir);
       std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
-      if (from == "resume") rewind_metrics(metrics_path, iter_num_);
+      if (from == "resume") {
+        rewind_metrics(metrics_path, iter_num_);
+        elapsed_base_ = last_elapsed_seconds(metrics_path);
+      }
       metrics_ = MetricsLog(metrics_path, from == "resume");
     }
 
@@ -358,6 +361,7 @@ class TrainingRun {
     rec["iter"] = iter_num_;
     rec["train_loss"] = train_loss;
     rec["val_loss"] = val_loss;
+    rec["elapsed_s"] = elapsed_seconds();
     metrics_.write(rec);
     result_.last_val_loss = val_loss;
     bool improved = val_loss < best_val_loss_;
@@ -399,6 +403,7 @@ class TrainingRun {
     const int64_t accum = config_.gradient_accumulation_steps;
     Batch batch(static_cast<int64_t>(B) * T);
     double running_mfu = -1;
+    loop_timer_ = Timer();
     Timer since_start;
     int64_t first_iter = iter_num_;
     for (;;) {
@@ -473,6 +478,7 @@ class TrainingRun {
         rec["mfu"] = mfu;
         rec["peak_mem_bytes"] = tracker_.peak_bytes();
         rec["peak_rss_bytes"] = process_peak_rss_bytes();
+        rec["elapsed_s"] = elapsed_seconds();
         metrics_.write(rec);
       }
       ++iter_num_;
@@ -502,6 +508,10 @@ class TrainingRun {
   int64_t iter_num_ = 0;
   double best_val_loss_ = 1e9;
   std::vector<double> step_ms_;
+  // Wall seconds of training (steps and evals) across resumes: metrics.jsonl's elapsed_s.
+  double elapsed_seconds() const { return elapsed_base_ + loop_timer_.seconds(); }
+  double elapsed_base_ = 0;  // from the last record kept when resuming
+  Timer loop_timer_;
   OpProfile profile_;  // filled only with --profile=True
 };
 

@@ -1,0 +1,47 @@
+// `nanogpt estimate`: what a training config will cost, before anything runs (experiments/estimate).
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "cli/commands.h"
+#include "core/config.h"
+#include "core/cpu_info.h"
+#include "experiments/estimate.h"
+#include "train/train_config.h"
+
+namespace nanogpt::cli {
+
+std::string estimate_help() {
+  return "usage: nanogpt estimate [config files...] [--key=value ...]\n"
+         "Takes the keys of `nanogpt train` and prints, without training: parameters, FLOPs per\n"
+         "iteration (nanoGPT's formula and the exact matmul count), peak memory broken down by\n"
+         "what holds it (weights, grads, optimizer state, activations by kind, classifier,\n"
+         "backward scratch) and the time per iteration at the machine's measured peak.\n"
+         "--measure_peak=False skips the peak probe. Keys: see `nanogpt help train`.\n";
+}
+
+int estimate_command(const Args& args) {
+  TrainConfig config;
+  bool measure_peak = true;
+  std::vector<ConfigAssignment> assignments;
+  for (auto& a : parse_command_line(args)) {
+    if (a.key == "measure_peak") {
+      CHECK(std::holds_alternative<bool>(a.value), "{}: measure_peak expects True or False",
+            a.origin);
+      measure_peak = std::get<bool>(a.value);
+    } else {
+      assignments.push_back(a);
+    }
+  }
+  apply_assignments(config, assignments);
+  const TrainConfig resolved = resolve_for_estimate(config);
+  const TrainingEstimate estimate = estimate_training(resolved);
+  double peak = 0;
+  if (measure_peak) {
+    if (resolved.threads > 0) omp_set_num_threads(static_cast<int>(resolved.threads));
+    peak = measure_peak_flops(omp_get_max_threads()).flops_per_s;
+  }
+  std::fputs(format_estimate(estimate, peak).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace nanogpt::cli

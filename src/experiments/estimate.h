@@ -1,0 +1,58 @@
+// The training estimator: before anything runs, what a TrainConfig will cost per iteration --
+// parameters, FLOPs (nanoGPT's formula and an exact matmul count) and peak memory broken down by
+// what holds it. Memory comes from the functions the trainer allocates through (ParamTable,
+// optimizer_state_tensor_count, activation_layout, grad_scratch_layout), so it cannot drift from
+// the trainer's tracked peak.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/train_config.h"
+
+namespace nanogpt {
+
+struct MemoryLine {
+  std::string what;
+  int64_t bytes = 0;
+};
+
+struct TrainingEstimate {
+  ModelConfig model;              // with vocab_size resolved
+  int64_t batch_size = 0;         // micro-batch B
+  int64_t accumulation = 1;       // micro-batches per optimizer step
+  int64_t tokens_per_iter = 0;    // B * T * accumulation
+  std::string dtype = "float32";  // what the trainer will run in
+  std::string optimizer;
+  // Distributed training: 1 / 0 until world size and ZeRO stages exist in the trainer (the seam:
+  // weights/grads/optimizer lines below would be divided per stage here).
+  int world_size = 1;
+  int zero_stage = 0;
+  int64_t params = 0;          // all parameters (wte counted once, tied head)
+  int64_t params_for_mfu = 0;  // without wpe (nanoGPT's get_num_params)
+  // FLOPs of one optimizer step (forward + backward of every micro-batch): nanoGPT's estimate
+  // (6N + 12 L H Q T per token, full attention) and the exact matmul count of our model (causal
+  // attention's T(T+1)/2 pairs, classifier over the padded vocabulary; elementwise work excluded).
+  double flops_per_iter_nanogpt = 0;
+  double flops_per_iter_exact = 0;
+  std::vector<MemoryLine> memory;  // weights, grads, optimizer state, activations by kind, ...
+  int64_t peak_bytes = 0;          // sum of memory: all of it is live during backward
+};
+
+// Resolves what the trainer resolves before allocating: vocab_size from the dataset's meta.json
+// (GPT-2's 50257 if there is none) and, for init_from=resume, the checkpoint's model shape.
+// Throws nanogpt::Error for init_from set to a weights file (not supported by the estimator).
+TrainConfig resolve_for_estimate(TrainConfig config);
+
+// The estimate for a validated, resolved config.
+TrainingEstimate estimate_training(const TrainConfig& config);
+
+// Exact matmul FLOPs of one training micro-batch of B sequences of length T (forward + backward).
+double exact_training_flops(const ModelConfig& model, int64_t B, int64_t T);
+
+// The human-readable table printed by `nanogpt estimate`. peak_flops > 0 adds the predicted time
+// per iteration at that machine peak.
+std::string format_estimate(const TrainingEstimate& estimate, double peak_flops);
+
+}  // namespace nanogpt

@@ -1,0 +1,27 @@
+// Runs a sweep plan: each run as its own `nanogpt train` process in out_dir/runs/<name>/, one row
+// per finished or failed run appended to out_dir/results.csv, runs already recorded skipped, an
+// unfinished run (one with a checkpoint) resumed from it, live progress on the terminal.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "experiments/sweep_file.h"
+
+namespace nanogpt {
+
+struct SweepOptions {
+  bool retry_failed = false;  // run again runs recorded as failed (their row is superseded)
+  bool dry_run = false;       // print the runs and their commands, run nothing
+};
+
+struct SweepOutcome {
+  int64_t ran = 0, skipped = 0, failed = 0, resumed = 0;
+};
+
+SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options);
+
+// out_dir/results.csv
+std::string results_path(const std::string& out_dir);
+
+}  // namespace nanogpt

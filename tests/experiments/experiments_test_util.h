@@ -1,0 +1,71 @@
+// Helpers for the experiments tests: a small token dataset written directly (nanoGPT raw uint16
+// .bin files and a meta.json), scratch directories, and running the built binary.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace nanogpt::experiments_test {
+
+inline std::string scratch_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("nanogpt_exp_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// train.bin / val.bin of `tokens` ids in [0, vocab) with a learnable pattern, and meta.json.
+inline void write_dataset(const std::string& dir, int vocab = 64, int64_t tokens = 40000) {
+  std::filesystem::create_directories(dir);
+  for (const char* split : {"train", "val"}) {
+    std::vector<uint16_t> ids(static_cast<size_t>(tokens));
+    uint64_t x = split[0] == 't' ? 12345 : 777;
+    for (auto& id : ids) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      // mostly a counting sequence, sometimes a random jump: a model can learn it quickly
+      id = static_cast<uint16_t>(((x >> 60) == 0) ? (x >> 33) % vocab : 0);
+    }
+    for (size_t i = 1; i < ids.size(); ++i) {
+      if (ids[i] == 0) ids[i] = static_cast<uint16_t>((ids[i - 1] + 1) % vocab);
+    }
+    std::ofstream out(dir + "/" + split + ".bin", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(ids.data()),
+              static_cast<std::streamsize>(ids.size() * sizeof(uint16_t)));
+  }
+  std::ofstream(dir + "/meta.json") << "{\"vocab_size\": " << vocab << "}\n";
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs a shell command in `cwd`, stdout and stderr together.
+inline RunResult run_command(const std::string& cwd, const std::string& command) {
+  std::string cmd = "cd '" + cwd + "' && " + command + " 2>&1";
+  RunResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
+  return run_command(cwd, "OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) + "' " + args);
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace nanogpt::experiments_test
