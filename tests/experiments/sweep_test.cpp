@@ -1,0 +1,191 @@
+// `nanogpt sweep` end to end on the shipped smoke sweep (a 2 x 2 grid plus a variation that fails):
+// rows in results.csv, skipping recorded runs on a rerun, resuming the run a kill interrupted from
+// its checkpoint, a failing run recorded with the trainer's error; and `nanogpt report` on the
+// results, on a run still going and on a single training run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "experiments/results_csv.h"
+#include "experiments_test_util.h"
+
+namespace nanogpt {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace experiments_test;
+
+int64_t count_of(const std::string& text, const std::string& what) {
+  int64_t n = 0;
+  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+TEST(Sweep, SmokeGridRowsSkipOnRerunAndFailureRecorded) {
+  const std::string dir = scratch_dir("sweep_smoke");
+  write_dataset(dir + "/data");
+  // The shipped 2 x 2 smoke sweep, on the test's dataset, plus an optimization whose config the
+  // trainer rejects (n_head must divide n_embd).
+  const std::string sweep = std::string("sweep ") + NANOGPT_SOURCE_DIR +
+                            "/config/sweep_smoke.py --data_dir=data --out_dir=sw "
+                            "--optim_broken=--n_head=3";
+  RunResult first = run_nanogpt(dir, sweep);
+  EXPECT_EQ(first.exit_code, 3) << first.output;  // 3: some runs failed
+  std::vector<ResultRow> rows = read_results_csv(dir + "/sw/results.csv");
+  ASSERT_EQ(rows.size(), 6u) << first.output;
+  int ok = 0, failed = 0;
+  for (const ResultRow& r : rows) {
+    if (r.at("status") == "ok") {
+      ++ok;
+      EXPECT_EQ(r.at("iters"), "30") << r.at("name");
+      EXPECT_EQ(r.at("tokens"), std::to_string(30 * 4 * 32)) << r.at("name");
+      EXPECT_GT(std::stod(r.at("val_loss")), 0.0);
+      EXPECT_GT(std::stoll(r.at("peak_tracked_bytes")), 0);
+      EXPECT_GE(std::stoll(r.at("peak_rss_bytes")), std::stoll(r.at("peak_tracked_bytes")));
+      EXPECT_GT(std::stoll(r.at("params")), 0);
+      EXPECT_GT(std::stod(r.at("ms_per_iter")), 0.0);
+      EXPECT_TRUE(r.at("error").empty());
+      // target_iter, when set, is an evaluation at which val loss was <= the target
+      if (!r.at("target_iter").empty()) EXPECT_GE(std::stod(r.at("target_s")), 0.0);
+    } else {
+      ++failed;
+      EXPECT_EQ(r.at("status"), "failed");
+      EXPECT_EQ(r.at("optim"), "broken");
+      EXPECT_NE(r.at("error").find("n_head"), std::string::npos) << r.at("error");
+    }
+  }
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(failed, 2);
+  EXPECT_TRUE(fs::exists(dir + "/sw/runs/layers_x2.sgd_cosine.s1337/metrics.jsonl"));
+
+  // Rerun: everything is recorded, nothing runs, no row is added.
+  RunResult again = run_nanogpt(dir, sweep);
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("0 runs ran"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("6 already recorded"), std::string::npos) << again.output;
+  EXPECT_EQ(read_results_csv(dir + "/sw/results.csv").size(), 6u);
+
+  // The report of the grid.
+  RunResult report = run_nanogpt(dir, "report sw");
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string md = read_text(dir + "/sw/report.md");
+  EXPECT_NE(md.find("Table 1"), std::string::npos);
+  EXPECT_NE(md.find("| none | layers_x2 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Figure 5"), std::string::npos);
+  EXPECT_NE(md.find("Failed runs"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir + "/sw/report.html"));
+}
+
+TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
+  const std::string dir = scratch_dir("sweep_kill");
+  write_dataset(dir + "/data");
+  std::ofstream(dir + "/base.py") << "data_dir = 'data'\nbatch_size = 4\nblock_size = 32\n"
+                                     "n_layer = 2\nn_head = 2\nn_embd = 32\n"
+                                     "gradient_accumulation_steps = 1\neval_iters = 2\n"
+                                     "learning_rate = 1e-3\nwarmup_iters = 10\n";
+  std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = 1\n"
+                                      "max_iters = 4000\nlr_decay_iters = 4000\n"
+                                      "eval_interval = 100\nlog_interval = 10\n";
+  const std::string metrics = dir + "/sw/runs/default.none.s1337/metrics.jsonl";
+  const std::string state = dir + "/sw/runs/default.none.s1337/ckpt/state.json";
+  RunResult start = run_command(dir, "OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) +
+                                         "' sweep sweep.py > first.log 2>&1 & echo $!");
+  const pid_t pid = static_cast<pid_t>(std::stol(start.output));
+  // Wait for a checkpoint beyond the first eval, then kill the sweep (not its child: the child
+  // must die with it).
+  bool killed = false;
+  for (int i = 0; i < 2000 && !killed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (fs::exists(state) && read_text(metrics).find("\"iter\":200,\"train_loss\"") != std::string::npos) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+  }
+  ASSERT_TRUE(killed) << read_text(dir + "/first.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto size_after_kill = fs::file_size(metrics);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(fs::file_size(metrics), size_after_kill) << "the training process outlived the sweep";
+  ASSERT_FALSE(read_text(metrics).find("\"iter\":4000,\"train_loss\"") != std::string::npos)
+      << "the run finished before the kill; the test needs it unfinished";
+  EXPECT_FALSE(fs::exists(dir + "/sw/results.csv") &&
+               !read_results_csv(dir + "/sw/results.csv").empty());
+
+  // A run still going (or interrupted) is reported from its metrics.jsonl as it is.
+  RunResult partial = run_nanogpt(dir, "report sw");
+  ASSERT_EQ(partial.exit_code, 0) << partial.output;
+  EXPECT_NE(read_text(dir + "/sw/report.md").find("| default.none.s1337 | running |"),
+            std::string::npos)
+      << read_text(dir + "/sw/report.md");
+
+  RunResult resumed = run_nanogpt(dir, "sweep sweep.py");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming from its checkpoint"), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(read_text(dir + "/sw/runs/default.none.s1337/train.log").find("resumed from"),
+            std::string::npos);
+  std::vector<ResultRow> rows = read_results_csv(dir + "/sw/results.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("status"), "ok");
+  EXPECT_EQ(rows[0].at("iters"), "4000");
+  // metrics.jsonl reads as one run: each evaluation once.
+  EXPECT_EQ(count_of(read_text(metrics), "\"iter\":200,\"train_loss\""), 1);
+
+  // A single training run's out_dir reports its curves.
+  RunResult single = run_nanogpt(dir, "report sw/runs/default.none.s1337");
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_NE(read_text(dir + "/sw/runs/default.none.s1337/report.md").find("One training run"),
+            std::string::npos);
+}
+
+TEST(Sweep, BadSweepFilesFailBeforeAnythingRuns) {
+  const std::string dir = scratch_dir("sweep_bad");
+  std::ofstream(dir + "/typo.py") << "out_dir = 'sw'\nmax_iter = 10\n";
+  RunResult typo = run_nanogpt(dir, "sweep typo.py");
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_NE(typo.output.find("typo.py:2"), std::string::npos) << typo.output;
+  EXPECT_NE(typo.output.find("max_iters"), std::string::npos) << typo.output;  // did you mean
+  std::ofstream(dir + "/variation.py") << "out_dir = 'sw'\nmodel_big = '--n_layer'\n";
+  RunResult variation = run_nanogpt(dir, "sweep variation.py");
+  EXPECT_EQ(variation.exit_code, 1);
+  EXPECT_NE(variation.output.find("model_big"), std::string::npos) << variation.output;
+  std::ofstream(dir + "/seeds.py") << "out_dir = 'sw'\nseeds = 'one,two'\n";
+  RunResult seeds = run_nanogpt(dir, "sweep seeds.py");
+  EXPECT_EQ(seeds.exit_code, 1);
+  EXPECT_NE(seeds.output.find("'one' is not an integer"), std::string::npos) << seeds.output;
+  std::ofstream(dir + "/base.py") << "base = 'missing.py'\n";
+  RunResult base = run_nanogpt(dir, "sweep base.py");
+  EXPECT_EQ(base.exit_code, 1);
+  EXPECT_NE(base.output.find("missing.py"), std::string::npos) << base.output;
+  std::ofstream(dir + "/outdir.py") << "model_x = '--out_dir=elsewhere'\n";
+  RunResult outdir = run_nanogpt(dir, "sweep outdir.py");
+  EXPECT_EQ(outdir.exit_code, 1);
+  EXPECT_NE(outdir.output.find("set by the sweep"), std::string::npos) << outdir.output;
+  EXPECT_FALSE(fs::exists(dir + "/sw"));
+  RunResult noreport = run_nanogpt(dir, "report " + dir);
+  EXPECT_EQ(noreport.exit_code, 1);
+  EXPECT_NE(noreport.output.find("neither results.csv"), std::string::npos) << noreport.output;
+}
+
+TEST(ResultsCsv, QuotesRoundTrip) {
+  const std::string dir = scratch_dir("results_csv");
+  const std::string path = dir + "/results.csv";
+  ResultRow row;
+  row["name"] = "a.b.s1";
+  row["status"] = "failed";
+  row["error"] = "exit code 1: dtype = 'x', \"quoted\", and a\nnewline";
+  append_results_row(path, row);
+  append_results_row(path, row);
+  std::vector<ResultRow> rows = read_results_csv(path);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].at("error"), "exit code 1: dtype = 'x', \"quoted\", and a newline");
+  EXPECT_EQ(rows[1].at("name"), "a.b.s1");
+  EXPECT_EQ(rows[1].at("iters"), "");
+}
+
+}  // namespace
+}  // namespace nanogpt
