@@ -34,6 +34,7 @@ const std::map<std::string, Command>& commands() {
       {"estimate", {estimate_command, estimate_help, "parameters, FLOPs and peak memory of a config"}},
       {"sweep", {sweep_command, sweep_help, "run a grid of trainings into results.csv"}},
       {"report", {report_command, report_help, "report.md + report.html of a sweep or a run"}},
+      {"autotune", {autotune_command, autotune_help, "fastest micro-batch x accumulation split"}},
   };
   return table;
 }
