@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -38,8 +39,11 @@ inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
 }
 
 // A fresh scratch directory for one test.
+// Named after the build directory too, so test suites of several checkouts can run at once.
 inline std::string scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("nanogpt_e2e_" + name);
+  const size_t build = std::hash<std::string>{}(NANOGPT_BUILD_DIR) % 100000;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("nanogpt_e2e_" + std::to_string(build) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
