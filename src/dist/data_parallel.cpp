@@ -13,8 +13,9 @@
 
 namespace nanogpt {
 
-DataParallel::DataParallel(Communicator& comm, int64_t global_accumulation, int64_t bucket_elems)
-    : comm_(comm), bucket_elems_(bucket_elems) {
+DataParallel::DataParallel(Communicator& comm, int64_t global_accumulation, int64_t bucket_elems,
+                           bool all_reduce_gradients)
+    : comm_(comm), bucket_elems_(bucket_elems), all_reduce_gradients_(all_reduce_gradients) {
   const int W = comm.size();
   CHECK(global_accumulation % W == 0,
         "gradient_accumulation_steps = {} is not divisible by the number of ranks {} (mpirun -np "
@@ -33,7 +34,7 @@ void DataParallel::next_batch(DataLoader& loader, int32_t* inputs, int32_t* targ
 }
 
 void DataParallel::before_backward(GPT& model, bool last) {
-  if (comm_.size() == 1 || !last) return;
+  if (comm_.size() == 1 || !last || !all_reduce_gradients_) return;
   if (!sync_) {
     sync_ = std::make_unique<GradientSync>(comm_, model.grads().data(),
                                            static_cast<int64_t>(model.grads().size()),
@@ -45,8 +46,11 @@ void DataParallel::before_backward(GPT& model, bool last) {
 
 double DataParallel::finish_step(GPT& model, double* loss_sum) {
   if (comm_.size() == 1) return 0;
-  model.set_grad_ready_hook({});
-  double waited = sync_->finish();
+  double waited = 0;
+  if (all_reduce_gradients_) {
+    model.set_grad_ready_hook({});
+    waited = sync_->finish();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   comm_.all_reduce_sum(loss_sum, 1);
   waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

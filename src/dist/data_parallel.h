@@ -26,8 +26,10 @@ namespace nanogpt {
 class DataParallel {
  public:
   // global_accumulation: gradient_accumulation_steps; throws if the world size does not divide it.
-  // bucket_elems: floats per all-reduce bucket.
-  DataParallel(Communicator& comm, int64_t global_accumulation, int64_t bucket_elems);
+  // bucket_elems: floats per all-reduce bucket. all_reduce_gradients false: the gradients are
+  // summed elsewhere (ZeRO-1's reduce-scatter) and finish_step sums only the loss.
+  DataParallel(Communicator& comm, int64_t global_accumulation, int64_t bucket_elems,
+               bool all_reduce_gradients = true);
 
   Communicator& comm() { return comm_; }
   int rank() const { return comm_.rank(); }
@@ -57,6 +59,7 @@ class DataParallel {
   Communicator& comm_;
   int64_t local_accum_;
   int64_t bucket_elems_;
+  bool all_reduce_gradients_;
   std::unique_ptr<GradientSync> sync_;
 };
 

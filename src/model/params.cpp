@@ -1,6 +1,7 @@
 // Builds the parameter table from a ModelConfig, in the order of Hugging Face's GPT-2 state dict.
 #include "model/params.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -45,6 +46,23 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
   }
   add("ln_f.weight", {C}, 0.0f, true);
   if (cfg.bias) add("ln_f.bias", {C}, 0.0f);
+}
+
+ParamTable ParamTable::slice(int64_t begin, int64_t end) const {
+  CHECK(0 <= begin && begin <= end && end <= total_,
+        "ParamTable::slice [{}, {}) is not inside the arena of {} elements", begin, end, total_);
+  ParamTable t;
+  for (const auto& s : specs_) {
+    const int64_t lo = std::max(begin, s.offset), hi = std::min(end, s.offset + s.numel);
+    if (lo >= hi) continue;
+    ParamSpec cut = s;
+    cut.offset = lo - begin;
+    cut.numel = hi - lo;
+    cut.shape = {cut.numel};
+    t.specs_.push_back(std::move(cut));
+  }
+  t.total_ = end - begin;
+  return t;
 }
 
 int64_t ParamTable::num_params_for_mfu() const {

@@ -37,7 +37,14 @@ class ParamTable {
   // Throws nanogpt::Error naming the parameter when absent.
   const ParamSpec& at(const std::string& name) const;
 
+  // The part of this table inside arena elements [begin, end): each tensor cut to its overlap
+  // (shape flattened to {numel}), offsets counted from `begin`; total_numel() = end - begin. An
+  // optimizer over a slice updates one shard of the arena (ZeRO-1).
+  ParamTable slice(int64_t begin, int64_t end) const;
+
  private:
+  ParamTable() = default;
+
   std::vector<ParamSpec> specs_;
   int64_t total_ = 0;
 };

@@ -26,6 +26,7 @@
 #include "data/loader.h"
 #include "dist/data_parallel.h"
 #include "dist/single_process_communicator.h"
+#include "dist/zero1.h"
 #include "io/checkpoint.h"
 #include "kernels/context.h"
 #include "model/gpt.h"
@@ -152,7 +153,8 @@ class TrainingRun {
     check_same_config(*comm_, config_to_json(config_));
     dp_ = std::make_unique<DataParallel>(
         *comm_, config_.gradient_accumulation_steps,
-        static_cast<int64_t>(config_.bucket_cap_mb * 1e6 / sizeof(float)));
+        static_cast<int64_t>(config_.bucket_cap_mb * 1e6 / sizeof(float)),
+        /*all_reduce_gradients=*/config_.zero_stage == 0);
     if (config_.threads > 0 || comm_->size() > 1) {
       omp_set_num_threads(threads_per_rank(config_.threads, comm_->local_size()));
     }
@@ -195,7 +197,13 @@ class TrainingRun {
 
     model_ = std::make_unique<GPT>(config_.model, &tracker_);
     if (config_.profile) model_->set_profile(&profile_);
-    optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_);
+    if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
+      zero_ = std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_);
+      optimizer_ = &zero_->optimizer();
+    } else {
+      owned_optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_);
+      optimizer_ = owned_optimizer_.get();
+    }
     if (from == "scratch") {
       model_->init_weights(static_cast<uint64_t>(config_.seed));
     } else if (from != "resume") {
@@ -290,9 +298,14 @@ class TrainingRun {
 
   void restore() {
     std::vector<StateArena> arenas;
-    for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    std::vector<Buffer<float>> whole;  // ZeRO-1: the whole state, cut to this rank's shard below
+    for (auto& t : optimizer_->state_tensors()) {
+      if (zero_) whole.emplace_back(static_cast<size_t>(model_->table().total_numel()));
+      arenas.push_back({t.name, zero_ ? whole.back().data() : t.data});
+    }
     LoadedCheckpoint ck =
         load_checkpoint(ckpt_dir_, config_.model, model_->table(), model_->params().data(), arenas);
+    for (size_t k = 0; k < whole.size(); ++k) zero_->set_state_from_whole(arenas[k].name, whole[k].data());
     const TrainingState s = training_state_from_json(ck.state, ck.dir + "/state.json");
     const std::string saved_opt = s.optimizer.empty() ? optimizer_->name() : s.optimizer;
     CHECK(saved_opt == optimizer_->name(),
@@ -321,7 +334,11 @@ class TrainingRun {
 
   void save() {
     std::vector<ConstStateArena> arenas;
-    for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    if (zero_) {
+      for (auto& [name, whole] : gathered_state_) arenas.push_back({name, whole.data()});
+    } else {
+      for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    }
     std::map<std::string, std::string> meta = {{"optimizer", optimizer_->name()},
                                                {"steps", std::to_string(optimizer_->steps())}};
     Timer t;
@@ -407,10 +424,14 @@ class TrainingRun {
     Timer since_start;
     int64_t first_iter = iter_num_;
     for (;;) {
-      if (dp_->is_main() && (iter_num_ % config_.eval_interval == 0 ||
-                             iter_num_ == config_.max_iters || config_.eval_only)) {
-        evaluate_and_maybe_save();
+      const bool eval_now = iter_num_ % config_.eval_interval == 0 ||
+                            iter_num_ == config_.max_iters || config_.eval_only;
+      // ZeRO-1: every rank sends its shard of the optimizer state for rank 0's checkpoint.
+      if (zero_ && eval_now && iter_num_ > 0 && !config_.eval_only) {
+        zero_->gather_state(&gathered_state_);
       }
+      if (dp_->is_main() && eval_now) evaluate_and_maybe_save();
+      gathered_state_.clear();
       if (config_.eval_only || iter_num_ >= config_.max_iters) break;
 
       Timer step_timer;
@@ -430,13 +451,18 @@ class TrainingRun {
         dp_->before_backward(*model_, micro + 1 == local_accum);
         model_->backward(ctx_);
       }
-      const double comm_s = dp_->finish_step(*model_, &loss_sum);
-      result_.comm_wait_seconds += comm_s;
+      double comm_s = dp_->finish_step(*model_, &loss_sum);
       Timer optimizer_timer;
       double norm =
-          clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
+          zero_ ? zero_->reduce_gradients(model_->grads().data(), &comm_s)
+                : clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
       stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
-      optimizer_->step(model_->params().data(), model_->grads().data(), lr);
+      if (zero_) {
+        zero_->step(model_->params().data(), lr, norm, config_.optim.grad_clip, &comm_s);
+      } else {
+        optimizer_->step(model_->params().data(), model_->grads().data(), lr);
+      }
+      result_.comm_wait_seconds += comm_s;
       model_->zero_grad();
       if (config_.profile) {
         // Clipping reads the grads, the step reads grads + params + state and writes params +
@@ -499,7 +525,10 @@ class TrainingRun {
   std::string data_dir_, ckpt_dir_;
   nlohmann::json dataset_meta_;
   std::unique_ptr<GPT> model_;
-  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Optimizer> owned_optimizer_;  // zero_stage 0
+  std::unique_ptr<Zero1> zero_;                 // zero_stage 1
+  Optimizer* optimizer_ = nullptr;              // one of the two
+  std::vector<std::pair<std::string, Buffer<float>>> gathered_state_;  // ZeRO-1, for rank 0's save
   std::unique_ptr<DataLoader> train_loader_;
   std::unique_ptr<DataLoader> eval_loaders_[2];
   MetricsLog metrics_;

@@ -39,6 +39,40 @@ TEST(DataParallel, TwoRanksEqualOneRankSequentialSampling) {
                      "sequential, 1 rank vs 2 ranks");
 }
 
+TEST(DataParallel, SmallBucketsOverlappedWithTheBackwardGiveTheSameLosses) {
+  std::string dir = prepared_dir("buckets");
+  RunResult one = run_single(dir, "train " + tiny_keys("b1") + " --max_iters=4");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  // 0.002 MB = 500 floats: every block's gradients start their own all-reduce during the backward.
+  RunResult two = run_ranks(dir, 2, "train " + tiny_keys("b2") + " --max_iters=4 --bucket_cap_mb=0.002");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  expect_same_losses(losses(dir + "/b1/metrics.jsonl"), losses(dir + "/b2/metrics.jsonl"),
+                     "1 rank vs 2 ranks with small buckets");
+}
+
+TEST(DataParallel, ZeroOneEqualsPlainDataParallelAndResumesAsPlain) {
+  std::string dir = prepared_dir("zero1");
+  RunResult plain = run_ranks(dir, 2, "train " + tiny_keys("plain") + " --max_iters=8");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  // ZeRO-1 for 4 steps (its checkpoint holds the whole optimizer state), then 4 more steps on
+  // 1 rank without sharding from that checkpoint.
+  RunResult z = run_ranks(dir, 2, "train " + tiny_keys("z") + " --max_iters=4 --zero_stage=1");
+  ASSERT_EQ(z.exit_code, 0) << z.output;
+  RunResult r = run_single(dir, "train " + tiny_keys("z") + " --max_iters=8 --init_from=resume");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto plain_losses = losses(dir + "/plain/metrics.jsonl");
+  expect_same_losses(plain_losses, losses(dir + "/z/metrics.jsonl"),
+                     "ZeRO-1 on 2 ranks then plain on 1 vs plain on 2 ranks");
+  // And ZeRO-1 from a plain checkpoint: 2 ranks sharded resume the plain run's step-4 state.
+  RunResult p4 = run_ranks(dir, 2, "train " + tiny_keys("p") + " --max_iters=4");
+  ASSERT_EQ(p4.exit_code, 0) << p4.output;
+  RunResult z8 = run_ranks(dir, 2,
+                           "train " + tiny_keys("p") + " --max_iters=8 --init_from=resume --zero_stage=1");
+  ASSERT_EQ(z8.exit_code, 0) << z8.output;
+  expect_same_losses(plain_losses, losses(dir + "/p/metrics.jsonl"),
+                     "plain then ZeRO-1 vs plain throughout");
+}
+
 TEST(DataParallel, ResumesAcrossWorldSizes) {
   std::string dir = prepared_dir("resume");
   const std::string keys = tiny_keys("run");

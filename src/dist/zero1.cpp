@@ -1,0 +1,95 @@
+// Zero1: sharded optimizer state, reduce-scatter / all-gather around the update.
+#include "dist/zero1.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/check.h"
+#include "optim/grad_clip.h"
+
+namespace nanogpt {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,
+             MemoryTracker* tracker)
+    : comm_(comm), numel_(table.total_numel()) {
+  const int W = comm.size();
+  const int64_t per = ((numel_ + W - 1) / W + 15) / 16 * 16;
+  int64_t at = 0;
+  for (int r = 0; r < W; ++r) {
+    const int64_t n = std::min(per, numel_ - at);
+    counts_.push_back(n);
+    if (r == comm.rank()) {
+      begin_ = at;
+      end_ = at + n;
+    }
+    at += n;
+  }
+  optimizer_ = make_optimizer(config, table.slice(begin_, end_), tracker);
+  shard_grads_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);
+}
+
+double Zero1::reduce_gradients(const float* grads, double* comm_seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_.reduce_scatter_sum(grads, shard_grads_.data(), counts_);
+  double sum_sq = 0;
+  for (int64_t i = 0; i < end_ - begin_; ++i) {
+    sum_sq += static_cast<double>(shard_grads_[i]) * shard_grads_[i];
+  }
+  comm_.all_reduce_sum(&sum_sq, 1);
+  *comm_seconds += seconds_since(t0);
+  return std::sqrt(sum_sq);
+}
+
+void Zero1::step(float* params, double lr, double norm, double max_norm, double* comm_seconds) {
+  // clip_grad_norm's rule, with the norm of all shards.
+  if (max_norm > 0 && std::isfinite(norm)) {
+    const double scale = max_norm / (norm + 1e-6);
+    if (scale < 1.0) {
+      const float s = static_cast<float>(scale);
+      for (int64_t i = 0; i < end_ - begin_; ++i) shard_grads_[i] *= s;
+    }
+  }
+  optimizer_->step(params + begin_, shard_grads_.data(), lr);
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_.all_gather(params, counts_);
+  *comm_seconds += seconds_since(t0);
+}
+
+void Zero1::gather_state(std::vector<std::pair<std::string, Buffer<float>>>* whole) {
+  whole->clear();
+  Buffer<float> block;
+  for (const auto& t : optimizer_->state_tensors()) {
+    if (comm_.rank() == 0) whole->emplace_back(t.name, Buffer<float>(static_cast<size_t>(numel_)));
+    int64_t at = 0;
+    for (int r = 0; r < comm_.size(); ++r) {
+      // Rank r's shard goes to everyone (broadcast is in the interface); rank 0 keeps it.
+      block = Buffer<float>(static_cast<size_t>(counts_[r]));
+      if (r == comm_.rank()) std::copy(t.data, t.data + t.numel, block.data());
+      comm_.broadcast(block.data(), counts_[r] * static_cast<int64_t>(sizeof(float)), r);
+      if (comm_.rank() == 0) std::copy(block.data(), block.data() + counts_[r],
+                                       whole->back().second.data() + at);
+      at += counts_[r];
+    }
+  }
+}
+
+void Zero1::set_state_from_whole(const std::string& name, const float* whole) {
+  for (auto& t : optimizer_->state_tensors()) {
+    if (t.name == name) {
+      std::copy(whole + begin_, whole + end_, t.data);
+      return;
+    }
+  }
+  fail("ZeRO-1: the optimizer has no state tensor named '{}'", name);
+}
+
+}  // namespace nanogpt
