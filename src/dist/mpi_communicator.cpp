@@ -3,8 +3,10 @@
 
 #include <time.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <thread>
 
 #include "core/check.h"
 #include "core/timer.h"
@@ -183,6 +185,12 @@ void MpiCommunicator::barrier() {
 
 void MpiCommunicator::abort_job(int exit_code) {
   aborted_ = true;
+  // MPI_Abort asks the launcher to end every rank; when the launcher is unreachable (the network
+  // to its host is down) it may never return, so this rank ends itself a little later regardless.
+  std::thread([exit_code] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::_Exit(exit_code);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
 

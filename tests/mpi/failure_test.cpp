@@ -23,8 +23,8 @@ RunResult break_rank_one(const std::string& dir, const std::string& signal,
       "rm -f pid.*; (OMP_NUM_THREADS=1 timeout --kill-after=5 120 " + mpirun(2) +
       " sh -c 'echo $$ > pid.$OMPI_COMM_WORLD_RANK; exec " + std::string(NANOGPT_BINARY) +
       " train " + keys + "' > job.log 2>&1; echo \"mpirun exit $?\" >> job.log) & job=$!; " +
-      "for i in $(seq 1200); do [ -f run/ckpt/state.json ] && [ -f pid.1 ] && break; sleep 0.1; "
-      "done; kill -" + signal + " $(cat pid.1); wait $job; "
+      "for i in $(seq 1200); do [ -f run/ckpt/state.json ] && [ -f pid.1 ] && break; "
+      "kill -0 $job || break; sleep 0.1; done; kill -" + signal + " $(cat pid.1); wait $job; "
       "kill -KILL $(cat pid.1) 2>/dev/null; cat job.log";
   std::ofstream(dir + "/break_rank_one.sh") << script << "\n";
   return e2e::run_command(dir, "bash break_rank_one.sh");
