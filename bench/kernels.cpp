@@ -1,6 +1,7 @@
 // Kernel benchmarks at GPT-2 124M shapes (C 768, 12 heads; B 4 with T 64 and 1024): matmul
 // GFLOP/s (and % of this machine's fp32 FMA peak, measured by core/cpu_info), attention fwd+bwd time,
-// LayerNorm/GELU/cross-entropy bandwidth. Run: bench_kernels [--benchmark_filter=...].
+// W4 attention (B 1, T 1024..8192) in GFLOP/s and % of peak, LayerNorm/GELU/cross-entropy
+// bandwidth. Run: bench_kernels [--benchmark_filter=...].
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -73,11 +74,11 @@ BENCHMARK(BM_MatmulForward)
     ->MATMUL_SHAPES(1)
     ->MATMUL_SHAPES(256)
     ->MATMUL_SHAPES(4096)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_MatmulBackward)
     ->MATMUL_SHAPES(256)
     ->MATMUL_SHAPES(4096)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Causal attention FLOPs: forward QK^T and PV over T(T+1)/2 pairs, 2 flops each per HS;
 // backward 5 such products (S, dP recomputed, dV, dK, dQ).
@@ -107,7 +108,35 @@ BENCHMARK(BM_AttentionForwardBackward)
     ->Args({4, 1024, 2})
     ->Args({1, 2048, 0})
     ->Args({1, 8192, 0})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd).
+// FLOPs as above (FlashAttention's convention for causal attention: backward = 2.5 x forward).
+void BM_AttentionW4(benchmark::State& state) {
+  const int B = 1, T = static_cast<int>(state.range(0)), part = static_cast<int>(state.range(1));
+  const int C = 768, NH = 12;
+  auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
+  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
+  cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, 0.0f, 5);
+  for (auto _ : state) {
+    if (part != 2) cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, 0.0f, 5);
+    if (part != 1) {
+      cpu::attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T,
+                              C, NH, 0.0f, 5);
+    }
+    benchmark::DoNotOptimize(dqkv.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_flops(state, (part != 2 ? attention_flops(B, T, C, false) : 0) +
+                       (part != 1 ? attention_flops(B, T, C, true) : 0));
+}
+BENCHMARK(BM_AttentionW4)
+    ->ArgsProduct({{1024, 2048, 4096, 8192}, {0}})
+    ->Args({1024, 1})
+    ->Args({1024, 2})
+    ->Args({4096, 1})
+    ->Args({4096, 2})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_AttentionForward(benchmark::State& state) {
   const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
@@ -120,7 +149,7 @@ void BM_AttentionForward(benchmark::State& state) {
   }
   set_flops(state, attention_flops(B, T, C, false));
 }
-BENCHMARK(BM_AttentionForward)->Args({4, 64})->Args({4, 1024})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionForward)->Args({4, 64})->Args({4, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void set_bytes(benchmark::State& state, double bytes) {
   state.counters["GB/s"] =
@@ -152,8 +181,8 @@ void BM_LayerNormBackward(benchmark::State& state) {
   }
   set_bytes(state, 4.0 * N * C * 4);  // read x, dout, dinp; write dinp
 }
-BENCHMARK(BM_LayerNormForward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_LayerNormBackward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LayerNormForward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_LayerNormBackward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // args: N elements, kind (0 tanh, 1 exact)
 void BM_GeluForwardBackward(benchmark::State& state) {
@@ -171,7 +200,7 @@ void BM_GeluForwardBackward(benchmark::State& state) {
 BENCHMARK(BM_GeluForwardBackward)
     ->Args({4096 * 3072, 0})
     ->Args({4096 * 3072, 1})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // args: N rows; V 50257 of Vp 50304, in place.
 void BM_CrossEntropyFused(benchmark::State& state) {
@@ -188,7 +217,7 @@ void BM_CrossEntropyFused(benchmark::State& state) {
   }
   set_bytes(state, 2.0 * N * Vp * 4);
 }
-BENCHMARK(BM_CrossEntropyFused)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CrossEntropyFused)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace nanogpt

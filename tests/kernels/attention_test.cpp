@@ -1,7 +1,9 @@
 // cpu (flash) attention vs ref attention: forward (out, lse), accumulating backward, with and
 // without dropout, on odd T (not a multiple of the 32/64 tiles), HS 16/32/64/24, N = B*T small;
+// every parallel split (thread counts 1..8: query-block tasks, key groups per head) vs ref;
 // and attention_decode vs ref and vs the last row of the causal forward.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <tuple>
@@ -126,6 +128,46 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(1, 130, 128, 2, 0.1f),
                       std::make_tuple(3, 64, 64, 2, 0.0f),    // HS 32, T exactly one tile
                       std::make_tuple(1, 71, 72, 3, 0.0f)));  // HS 24 (padded to 32)
+
+// The parallel split depends on the thread count (query-block tasks forward; key groups per head
+// backward, more groups when B*NH is small): every split must give the reference's results.
+class AttentionSplitTest : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {};
+
+TEST_P(AttentionSplitTest, EveryThreadCountMatchesReference) {
+  const auto [B, T, C, NH, p] = GetParam();
+  const uint64_t seed = 7;
+  const auto qkv = random_normal(size_t(B) * T * 3 * C, 11);
+  const auto dout = random_normal(size_t(B) * T * C, 12);
+  const auto dqkv0 = random_normal(qkv.size(), 13);
+  std::vector<float> out_r(size_t(B) * T * C), lse_r(size_t(B) * NH * T);
+  ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
+  auto dqkv_r = dqkv0;
+  ref::attention_backward(dqkv_r.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T,
+                          C, NH, p, seed);
+  const auto tol =
+      attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 5, 8}) {
+    SCOPED_TRACE(::testing::Message() << "threads " << threads);
+    omp_set_num_threads(threads);
+    std::vector<float> out(out_r.size()), lse(lse_r.size());
+    cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
+    auto dqkv = dqkv0;
+    cpu::attention_backward(dqkv.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T,
+                            C, NH, p, seed);
+    expect_within(out, out_r, tol.out, "out");
+    expect_within(lse, lse_r, tol.lse, "lse");
+    expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
+  }
+  omp_set_num_threads(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Splits, AttentionSplitTest,
+    ::testing::Values(std::make_tuple(1, 200, 64, 1, 0.0f),   // one head: up to 4 key groups
+                      std::make_tuple(1, 200, 64, 1, 0.15f),  // ... with dropout
+                      std::make_tuple(2, 97, 64, 2, 0.0f),    // T odd, not a multiple of 32/64
+                      std::make_tuple(1, 33, 48, 3, 0.1f)));  // HS 16, one key block
 
 TEST(AttentionDecodeTest, MatchesReferenceAndLastForwardRow) {
   const int T = 45, C = 96, NH = 3;

@@ -1,10 +1,19 @@
-// Fast causal attention, flash style: no T x T matrix. Tasks are (b, h) heads, run in parallel;
-// each head's K, V (and for backward Q, dout) are packed once into padded/transposed per-thread
-// buffers. Forward: 32-query blocks with an online softmax over 64-key blocks. Backward: walks
-// key blocks, recomputes probabilities from lse (D_t = dout_t . out_t), accumulates dQ for the
-// whole head locally, so no two threads write the same gradient.
+// Fast causal attention, flash style: no T x T matrix. Both passes are split into tasks finer than
+// a head, so that B*NH smaller than the thread count still fills the machine and the causal
+// triangle's uneven rows are balanced (dynamic schedule, heaviest tasks first):
+//  forward:  tasks (b, h, 32-query block). A thread packs K^T and V of a head (padded, K^T by
+//            key tiles) when it starts on that head, then each block runs an online softmax over
+//            64-key blocks (tile GEMMs for QK^T and PV).
+//  backward: tasks (b, h, key group): the key blocks of a head dealt round-robin to G groups
+//            (G = 1 when there are enough heads). A task recomputes probabilities from lse
+//            (D_t = dout_t . out_t), owns dK, dV of its keys, and accumulates dQ into its own
+//            (T, HS) partial; with G > 1 the partials are summed into dqkv afterwards, so no two
+//            threads ever write the same gradient. Extra memory: linear in T.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/tile_gemm.h"
@@ -19,14 +28,15 @@ constexpr int kBq = 32;  // query rows per block
 constexpr int kBk = 64;  // keys per block (the width of the score tile)
 
 struct Dims {
-  int T, TP, C, NH, HS, HSP;  // TP: T rounded up to kBk; HSP: HS rounded up to 16
+  int B, T, TP, C, NH, HS, HSP;  // TP: T rounded up to kBk; HSP: HS rounded up to 16
   float scale, p, keep_scale;
   uint64_t seed;
 };
 
-Dims make_dims(int T, int C, int NH, float p, uint64_t seed) {
+Dims make_dims(int B, int T, int C, int NH, float p, uint64_t seed) {
   const int HS = C / NH;
-  return {T,
+  return {B,
+          T,
           (T + kBk - 1) / kBk * kBk,
           C,
           NH,
@@ -39,25 +49,62 @@ Dims make_dims(int T, int C, int NH, float p, uint64_t seed) {
 }
 
 // dst (TP, HSP) = the T rows of src (row stride ld, HS wide), zero padded.
-void pack_rows(std::vector<float>& dst, const float* src, int64_t ld, const Dims& d) {
-  std::fill(dst.begin(), dst.end(), 0.0f);
-  for (int t = 0; t < d.T; ++t) std::copy(src + t * ld, src + t * ld + d.HS, &dst[t * d.HSP]);
+void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
+  std::fill(dst, dst + static_cast<int64_t>(d.TP) * d.HSP, 0.0f);
+  for (int t = 0; t < d.T; ++t) std::copy(src + t * ld, src + t * ld + d.HS, dst + t * d.HSP);
 }
 
-// dst (HS, TP) = transpose of the T rows of src, zero padded.
-void pack_transposed(std::vector<float>& dst, const float* src, int64_t ld, const Dims& d) {
-  std::fill(dst.begin(), dst.end(), 0.0f);
+// dst (TP/kBk, HS, kBk) = K^T by key blocks: block jb is the (HS, kBk) transpose of rows
+// jb*kBk.. of src (row stride ld, HS wide), zero padded. Each tile is contiguous (16 KB at HS 64):
+// a plain (HS, TP) transpose puts the rows a tile GEMM walks 4 KB apart at T 1024, all in the
+// same L1 sets, which halves the kernel's speed.
+void pack_transposed(float* dst, const float* src, int64_t ld, const Dims& d) {
+  std::fill(dst, dst + static_cast<int64_t>(d.HS) * d.TP, 0.0f);
   for (int t = 0; t < d.T; ++t) {
-    for (int x = 0; x < d.HS; ++x) dst[static_cast<int64_t>(x) * d.TP + t] = src[t * ld + x];
+    float* tile = dst + static_cast<int64_t>(t / kBk) * d.HS * kBk + t % kBk;
+    for (int x = 0; x < d.HS; ++x) tile[x * kBk] = src[t * ld + x];
   }
+}
+
+// The (HS, kBk) tile of key block j0 (a multiple of kBk) in a pack_transposed buffer.
+inline const float* key_tile(const float* packed, int j0, const Dims& d) {
+  return packed + static_cast<int64_t>(j0 / kBk) * d.HS * kBk;
+}
+
+static_assert(kBk == 64, "max_of_64 / sum_of_64 read one score row of 4 vectors");
+
+inline Vec16 vmax(Vec16 a, Vec16 b) { return a > b ? a : b; }
+
+// Largest / sum of the 16 lanes, by halving shuffles.
+inline float hmax16(Vec16 v) {
+  v = vmax(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = vmax(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = vmax(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = vmax(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
+}
+inline float hsum16(Vec16 v) {
+  v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+  return v[0];
+}
+inline float max_of_64(const float* row) {
+  return hmax16(vmax(vmax(load16(row), load16(row + 16)), vmax(load16(row + 32), load16(row + 48))));
+}
+inline float sum_of_64(const float* row) {
+  return hsum16((load16(row) + load16(row + 16)) + (load16(row + 32) + load16(row + 48)));
 }
 
 inline uint64_t mask_index(int b, int h, int t, int s, const Dims& d) {
   return ((static_cast<uint64_t>(b) * d.NH + h) * d.T + t) * d.T + s;
 }
 
+// Per-thread forward buffers; kt, vp hold K^T and V of head packed_bh (packed on first use).
 struct ForwardScratch {
   std::vector<float> kt, vp, s, o, m, l;
+  int packed_bh = -1;
   explicit ForwardScratch(const Dims& d)
       : kt(static_cast<size_t>(d.HS) * d.TP),
         vp(static_cast<size_t>(d.TP) * d.HSP),
@@ -67,9 +114,9 @@ struct ForwardScratch {
         l(kBq) {}
 };
 
-// One query block [i0, i0+nq) of head (b, h); K^T and V already packed in w.
-void forward_block(float* out, float* lse, const float* q, int b, int h, int i0, const Dims& d,
-                   ForwardScratch& w) {
+// One query block [i0, i0+nq) of head (b, h). kt = K^T (pack_transposed), vp (TP, HSP) = V.
+void forward_block(float* out, float* lse, const float* q, const float* kt, const float* vp, int b,
+                   int h, int i0, const Dims& d, ForwardScratch& w) {
   const int nq = std::min(kBq, d.T - i0);
   const int64_t ld = 3 * static_cast<int64_t>(d.C);
   float* s = w.s.data();
@@ -81,22 +128,24 @@ void forward_block(float* out, float* lse, const float* q, int b, int h, int i0,
   for (int j0 = 0; j0 <= last_key; j0 += kBk) {
     const int nk = std::min(kBk, last_key + 1 - j0);
     // S (nq, kBk) = Q K^T
-    tile_gemm_set(s, kBk, q + i0 * ld, ld, 1, w.kt.data() + j0, d.TP, nq, d.HS, kBk);
+    tile_gemm_set(s, kBk, q + i0 * ld, ld, 1, key_tile(kt, j0, d), kBk, nq, d.HS, kBk);
     for (int r = 0; r < nq; ++r) {
       const int t = i0 + r;
       const int nv = std::clamp(t - j0 + 1, 0, nk);  // causal: keys j0..t
       float* row = s + r * kBk;
+      // Row max and sum by whole vectors (a scalar reduction chain per row costs as much as a
+      // quarter of the block's GEMMs); scale > 0, so max(row) * scale is the max of the scaled.
       float mx = w.m[r];
-#pragma omp simd reduction(max : mx)
-      for (int j = 0; j < nv; ++j) mx = row[j] * d.scale > mx ? row[j] * d.scale : mx;
-      const float corr = w.m[r] == -INFINITY ? 0.0f : std::exp(w.m[r] - mx);
-      float sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int j = 0; j < nv; ++j) {
-        row[j] = fast_exp(row[j] * d.scale - mx);
-        sum += row[j];
+      if (nv == kBk) {
+        mx = std::max(mx, max_of_64(row) * d.scale);
+      } else {
+        for (int j = 0; j < nv; ++j) mx = std::max(mx, row[j] * d.scale);
       }
-      std::fill(row + nv, row + kBk, 0.0f);
+      const float corr = w.m[r] == -INFINITY ? 0.0f : fast_exp(w.m[r] - mx);
+#pragma omp simd
+      for (int j = 0; j < nv; ++j) row[j] = fast_exp(row[j] * d.scale - mx);
+      if (nv < kBk) std::fill(row + nv, row + kBk, 0.0f);
+      const float sum = sum_of_64(row);
       if (d.p > 0) {
         const uint64_t base = mask_index(b, h, t, j0, d);
 #pragma omp simd
@@ -111,8 +160,8 @@ void forward_block(float* out, float* lse, const float* q, int b, int h, int i0,
       }
     }
     // O += P V
-    tile_gemm_acc(o, d.HSP, s, kBk, 1, w.vp.data() + static_cast<int64_t>(j0) * d.HSP, d.HSP, nq,
-                  nk, d.HSP);
+    tile_gemm_acc(o, d.HSP, s, kBk, 1, vp + static_cast<int64_t>(j0) * d.HSP, d.HSP, nq, nk,
+                  d.HSP);
   }
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
@@ -127,18 +176,25 @@ void forward_block(float* out, float* lse, const float* q, int b, int h, int i0,
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
                        float dropout_p, uint64_t seed) {
-  const Dims d = make_dims(T, C, NH, dropout_p, seed);
+  const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
+  const int BH = B * NH, nqb = (T + kBq - 1) / kBq;
 #pragma omp parallel
   {
     ForwardScratch w(d);
+    // Task i: head i/nqb, query block nqb-1 - i%nqb: the longest rows first, so the short ones
+    // fill in at the end; consecutive tasks of a thread mostly share the head (packed once).
 #pragma omp for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * NH; ++bh) {
+    for (int64_t i = 0; i < int64_t{BH} * nqb; ++i) {
+      const int bh = static_cast<int>(i / nqb), qb = nqb - 1 - static_cast<int>(i % nqb);
       const int b = bh / NH, h = bh % NH;
       const float* q = qkv + static_cast<int64_t>(b) * T * ld + h * d.HS;  // row t at q + t*ld
-      pack_transposed(w.kt, q + C, ld, d);
-      pack_rows(w.vp, q + 2 * C, ld, d);
-      for (int i0 = 0; i0 < T; i0 += kBq) forward_block(out, lse, q, b, h, i0, d, w);
+      if (w.packed_bh != bh) {
+        pack_transposed(w.kt.data(), q + C, ld, d);
+        pack_rows(w.vp.data(), q + 2 * C, ld, d);
+        w.packed_bh = bh;
+      }
+      forward_block(out, lse, q, w.kt.data(), w.vp.data(), b, h, qb * kBq, d, w);
     }
   }
 }
@@ -146,46 +202,38 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
 namespace {
 
 struct BackwardScratch {
-  std::vector<float> qp, dop, kp, kt, vt, dq, delta, s, dp, dkb, dvb;
+  std::vector<float> qp, dop, kp, kt, vt, s, dp, dkb, dvb;
   explicit BackwardScratch(const Dims& d)
       : qp(static_cast<size_t>(d.TP) * d.HSP),
         dop(qp.size()),
         kp(qp.size()),
         kt(static_cast<size_t>(d.HS) * d.TP),
         vt(kt.size()),
-        dq(qp.size()),
-        delta(d.TP),
         s(kBq * kBk),
         dp(kBq * kBk),
         dkb(static_cast<size_t>(kBk) * d.HSP),
         dvb(dkb.size()) {}
 };
 
-// One (b, h) of the backward pass.
-void backward_head(float* dqkv, const float* dout, const float* out, const float* lse,
-                   const float* qkv, int b, int h, const Dims& d, BackwardScratch& w) {
+// Key group g of G of head (b, h): key blocks g, g+G, g+2G, ... . dK, dV of those keys are added
+// into dqkv; dQ of the whole head goes into dq (TP, HSP), this task's partial (overwritten).
+// delta (T) = D_t of the head.
+void backward_task(float* dqkv, float* dq, const float* dout, const float* delta, const float* lse,
+                   const float* qkv, int b, int h, int g, int G, const Dims& d,
+                   BackwardScratch& w) {
   const int T = d.T, HS = d.HS, HSP = d.HSP;
   const int64_t ld = 3 * static_cast<int64_t>(d.C);
   const float* base = qkv + static_cast<int64_t>(b) * T * ld + h * HS;  // row t at base + t*ld
   const float* dob = dout + static_cast<int64_t>(b) * T * d.C + h * HS;
-  const float* ob = out + static_cast<int64_t>(b) * T * d.C + h * HS;
   const float* lse_h = lse + (static_cast<int64_t>(b) * d.NH + h) * T;
   float* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
-  pack_rows(w.qp, base, ld, d);
-  pack_rows(w.kp, base + d.C, ld, d);
-  pack_rows(w.dop, dob, d.C, d);
-  pack_transposed(w.kt, base + d.C, ld, d);
-  pack_transposed(w.vt, base + 2 * d.C, ld, d);
-  std::fill(w.dq.begin(), w.dq.end(), 0.0f);
-  for (int t = 0; t < T; ++t) {  // D_t = dout_t . out_t
-    float acc = 0;
-    const float* a = dob + static_cast<int64_t>(t) * d.C;
-    const float* c = ob + static_cast<int64_t>(t) * d.C;
-#pragma omp simd reduction(+ : acc)
-    for (int x = 0; x < HS; ++x) acc += a[x] * c[x];
-    w.delta[t] = acc;
-  }
-  for (int j0 = 0; j0 < T; j0 += kBk) {
+  std::fill(dq, dq + static_cast<int64_t>(d.TP) * HSP, 0.0f);
+  pack_rows(w.qp.data(), base, ld, d);
+  pack_rows(w.kp.data(), base + d.C, ld, d);
+  pack_rows(w.dop.data(), dob, d.C, d);
+  pack_transposed(w.kt.data(), base + d.C, ld, d);
+  pack_transposed(w.vt.data(), base + 2 * d.C, ld, d);
+  for (int j0 = g * kBk; j0 < T; j0 += G * kBk) {
     const int nk = std::min(kBk, T - j0);
     std::fill(w.dkb.begin(), w.dkb.end(), 0.0f);
     std::fill(w.dvb.begin(), w.dvb.end(), 0.0f);
@@ -193,14 +241,14 @@ void backward_head(float* dqkv, const float* dout, const float* out, const float
       const int nq = std::min(kBq, T - i0);
       const float* qb = w.qp.data() + static_cast<int64_t>(i0) * HSP;     // (nq, HSP)
       const float* dobk = w.dop.data() + static_cast<int64_t>(i0) * HSP;  // (nq, HSP)
-      tile_gemm_set(w.s.data(), kBk, qb, HSP, 1, w.kt.data() + j0, d.TP, nq, HS, kBk);
-      tile_gemm_set(w.dp.data(), kBk, dobk, HSP, 1, w.vt.data() + j0, d.TP, nq, HS, kBk);
+      tile_gemm_set(w.s.data(), kBk, qb, HSP, 1, key_tile(w.kt.data(), j0, d), kBk, nq, HS, kBk);
+      tile_gemm_set(w.dp.data(), kBk, dobk, HSP, 1, key_tile(w.vt.data(), j0, d), kBk, nq, HS, kBk);
       for (int r = 0; r < nq; ++r) {
         const int t = i0 + r;
         const int nv = std::clamp(t - j0 + 1, 0, nk);
         float* srow = w.s.data() + r * kBk;    // scores -> dropped probabilities P*M
         float* dprow = w.dp.data() + r * kBk;  // dout.v -> dscore * scale
-        const float lt = lse_h[t], dt = w.delta[t];
+        const float lt = lse_h[t], dt = delta[t];
         if (d.p > 0) {
           const uint64_t idx = mask_index(b, h, t, j0, d);
 #pragma omp simd
@@ -218,13 +266,15 @@ void backward_head(float* dqkv, const float* dout, const float* out, const float
             dprow[j] = p * (dprow[j] - dt) * d.scale;
           }
         }
-        std::fill(srow + nv, srow + kBk, 0.0f);
-        std::fill(dprow + nv, dprow + kBk, 0.0f);
+        if (nv < kBk) {
+          std::fill(srow + nv, srow + kBk, 0.0f);
+          std::fill(dprow + nv, dprow + kBk, 0.0f);
+        }
       }
       // dV += (P*M)^T dO;  dK += dS^T Q;  dQ += dS K.
       tile_gemm_acc(w.dvb.data(), HSP, w.s.data(), 1, kBk, dobk, HSP, nk, nq, HSP);
       tile_gemm_acc(w.dkb.data(), HSP, w.dp.data(), 1, kBk, qb, HSP, nk, nq, HSP);
-      tile_gemm_acc(w.dq.data() + static_cast<int64_t>(i0) * HSP, HSP, w.dp.data(), kBk, 1,
+      tile_gemm_acc(dq + static_cast<int64_t>(i0) * HSP, HSP, w.dp.data(), kBk, 1,
                     w.kp.data() + static_cast<int64_t>(j0) * HSP, HSP, nq, nk, HSP);
     }
     for (int r = 0; r < nk; ++r) {
@@ -236,10 +286,13 @@ void backward_head(float* dqkv, const float* dout, const float* out, const float
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    float* dq = dbase + static_cast<int64_t>(t) * ld;
-    for (int x = 0; x < HS; ++x) dq[x] += w.dq[static_cast<int64_t>(t) * HSP + x];
-  }
+}
+
+// Key groups per head: enough tasks for 4 per thread, at most one per key block.
+int key_groups(int BH, int T, int threads) {
+  const int nkb = (T + kBk - 1) / kBk;
+  const int want = (4 * threads + BH - 1) / BH;
+  return std::clamp(want, 1, nkb);
 }
 
 }  // namespace
@@ -247,13 +300,48 @@ void backward_head(float* dqkv, const float* dout, const float* out, const float
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int C, int NH, float dropout_p,
                         uint64_t seed) {
-  const Dims d = make_dims(T, C, NH, dropout_p, seed);
+  const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
+  const int BH = B * NH;
+  const int G = key_groups(BH, T, omp_get_max_threads());
+  const int64_t ld = 3 * static_cast<int64_t>(C);
+  const int64_t part = static_cast<int64_t>(d.TP) * d.HSP;  // one dQ partial (TP, HSP)
+  std::vector<float> delta(static_cast<size_t>(BH) * T);    // (B, NH, T) D_t = dout_t . out_t
+  // (B*NH, G, TP, HSP), zeroed by the task that owns each partial.
+  std::unique_ptr<float[]> dq_parts(new float[static_cast<size_t>(BH) * G * part]);
 #pragma omp parallel
   {
-    BackwardScratch scratch(d);
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < int64_t{B} * T; ++row) {
+      const float* a = dout + row * C;
+      const float* c = out + row * C;
+      const int64_t b = row / T, t = row % T;
+      for (int h = 0; h < NH; ++h) {
+        float acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int x = 0; x < d.HS; ++x) acc += a[h * d.HS + x] * c[h * d.HS + x];
+        delta[(b * NH + h) * T + t] = acc;
+      }
+    }
+    BackwardScratch w(d);
+    // Task i: head i%BH, key group i/BH (group 0 holds the longest key columns).
 #pragma omp for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * NH; ++bh) {
-      backward_head(dqkv, dout, out, lse, qkv, bh / NH, bh % NH, d, scratch);
+    for (int64_t i = 0; i < int64_t{BH} * G; ++i) {
+      const int bh = static_cast<int>(i % BH), g = static_cast<int>(i / BH);
+      backward_task(dqkv, dq_parts.get() + (int64_t{bh} * G + g) * part, dout,
+                    delta.data() + int64_t{bh} * T, lse, qkv, bh / NH, bh % NH, g, G, d, w);
+    }
+    // dQ: sum the head's partials into dqkv, by rows.
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < int64_t{B} * T; ++row) {
+      const int64_t b = row / T, t = row % T;
+      for (int h = 0; h < NH; ++h) {
+        float* dst = dqkv + row * ld + h * d.HS;
+        const float* src = dq_parts.get() + ((b * NH + h) * G) * part + t * d.HSP;
+        for (int gi = 0; gi < G; ++gi) {
+#pragma omp simd
+          for (int x = 0; x < d.HS; ++x) dst[x] += src[gi * part + x];
+        }
+      }
     }
   }
 }
