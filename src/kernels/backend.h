@@ -72,6 +72,20 @@ class Backend {
     Scope s(profile_, OpClass::kAttention, 4.0 * B * T * double(T) * C, 4.0 * B * T * C * 8);
     cpu::attention_backward(dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
   }
+  // attention=naive: full (T, T) products (masked entries computed too), 4*B*T*T*C FLOPs forward
+  // (QK^T and PV), twice that backward; att (B, NH, T, T) written and read back.
+  void attention_naive_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                               int NH, float dropout_p, uint64_t seed) {
+    Scope s(profile_, OpClass::kAttention, 4.0 * B * T * double(T) * C,
+            4.0 * (B * T * C * 4.0 + 2.0 * B * NH * double(T) * T));
+    cpu::attention_naive_forward(out, att, qkv, B, T, C, NH, dropout_p, seed);
+  }
+  void attention_naive_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
+                                int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
+    Scope s(profile_, OpClass::kAttention, 8.0 * B * T * double(T) * C,
+            4.0 * (B * T * C * 8.0 + double(B) * NH * T * T));
+    cpu::attention_naive_backward(dqkv, dout, att, qkv, B, T, C, NH, dropout_p, seed);
+  }
   void attention_decode(float* out, const float* q, const float* kcache, const float* vcache, int t,
                         int C, int NH) {
     Scope s(profile_, OpClass::kAttention, 4.0 * t * C, 4.0 * 2 * t * C);

@@ -76,6 +76,13 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
 void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, int64_t N, int C,
                      int OC);
+// Naive causal attention (nanoGPT's non-flash path): same math, dropout mask and scale as
+// attention_forward, but the masked softmax probabilities are materialized in att (B, NH, T, T)
+// (zero above the diagonal) and kept for the backward instead of lse. Memory O(B NH T^2).
+void attention_naive_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                             float dropout_p, uint64_t seed);
+void attention_naive_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
+                              int B, int T, int C, int NH, float dropout_p, uint64_t seed);
 }  // namespace cpu
 
 #undef NANOGPT_DECLARE_OPS

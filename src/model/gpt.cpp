@@ -76,7 +76,9 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   const GeluKind gelu = config_.gelu_kind();
   check_tokens(inputs, N, false, "inputs");
   if (targets) check_tokens(targets, N, true, "targets");
-  acts_.reserve(config_, N, tracker_, chunk_rows_override_);
+  // fused=False: the classifier in one pass over all N rows, the (N, Vp) logits materialized.
+  const int64_t chunk = choices_.fused ? chunk_rows_override_ : N;
+  acts_.reserve(config_, N, tracker_, chunk);
   inputs_.assign(inputs, inputs + N);
   B_ = B, T_ = T;
   dropout_seed_ = dropout_seed;
@@ -85,6 +87,11 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   const bool drop = p > 0.0f;
   Activations& a = acts_;
   Backend ops(ctx, profile_);
+  const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
+  if (choices_.naive_attention && naive_att_.size() < static_cast<size_t>(att_size) * config_.n_layer) {
+    naive_att_ = Buffer<float>();
+    naive_att_ = Buffer<float>(static_cast<size_t>(att_size) * config_.n_layer, tracker_);
+  }
 
   ops.encoder_forward(a.encoded, inputs, w_.wte, w_.wpe, B, T, C);  // (N, C)
   const float* x = a.encoded;
@@ -97,7 +104,12 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
     LayerActivations& la = a.layers[l];
     ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
     ops.matmul_forward(la.qkv, a.ln, bw.qkvw, bw.qkvb, N, C, 3 * C);  // (N, 3C)
-    ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+    if (choices_.naive_attention) {
+      ops.attention_naive_forward(la.atty, naive_att_.data() + l * att_size, la.qkv, B, T, C, NH, p,
+                                  site_seed(l, kSiteAttnProbs));
+    } else {
+      ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+    }
     ops.matmul_forward(a.branch, la.atty, bw.attprojw, bw.attprojb, N, C, C);
     const float* attn_out = a.branch;
     if (drop) {
@@ -135,8 +147,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   for (int64_t i = 0; i < N; ++i) num_valid_ += targets[i] != -1;
   const float dloss = num_valid_ > 0 ? grad_scale / static_cast<float>(num_valid_) : 0.0f;
   if (training) zero(a.dlnf, N * C);
-  const int64_t step =
-      chunk_rows_override_ > 0 ? std::min(chunk_rows_override_, a.chunk_rows) : a.chunk_rows;
+  const int64_t step = chunk > 0 ? std::min(chunk, a.chunk_rows) : a.chunk_rows;
   for (int64_t r0 = 0; r0 < N; r0 += step) {  // the tied head, chunk by chunk
     const int64_t rows = std::min(step, N - r0);
     const float* lnf_rows = a.lnf + r0 * C;  // (rows, C)
@@ -171,6 +182,7 @@ void GPT::backward(KernelContext& ctx) {
   Activations& a = acts_;
   GradScratch& s = scratch_;
   Backend ops(ctx, profile_);
+  const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
   const float* x_last = a.layers.back().residual3;
 
   // Head: the fused classifier in forward already added its dwte and left dlnf (both scaled by the
@@ -217,8 +229,13 @@ void GPT::backward(KernelContext& ctx) {
     zero(s.dc, N * C);  // d(atty)
     ops.matmul_backward(s.dc, bg.attprojw, bg.attprojb, dattn_out, la.atty, bw.attprojw, N, C, C);
     zero(s.dqkv, N * 3 * C);
-    ops.attention_backward(s.dqkv, s.dc, la.atty, la.lse, la.qkv, B, T, C, NH, p,
-                           site_seed(l, kSiteAttnProbs));
+    if (choices_.naive_attention) {
+      ops.attention_naive_backward(s.dqkv, s.dc, naive_att_.data() + l * att_size, la.qkv, B, T, C,
+                                   NH, p, site_seed(l, kSiteAttnProbs));
+    } else {
+      ops.attention_backward(s.dqkv, s.dc, la.atty, la.lse, la.qkv, B, T, C, NH, p,
+                             site_seed(l, kSiteAttnProbs));
+    }
     ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);  // ln1 again
     zero(s.dc, N * C);                                                                 // d(ln1)
     ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, bw.qkvw, N, C, 3 * C);

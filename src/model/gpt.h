@@ -13,6 +13,7 @@
 #include "kernels/context.h"
 #include "kernels/op_profile.h"
 #include "model/activations.h"
+#include "model/kernel_choices.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "model/params.h"
@@ -64,6 +65,10 @@ class GPT {
   // (null: none, the default).
   void set_profile(OpProfile* profile) { profile_ = profile; }
 
+  // Which kernels run (model/kernel_choices.h); the default is the fast, fused, flash path.
+  void set_kernel_choices(const KernelChoices& choices) { choices_ = choices; }
+  const KernelChoices& kernel_choices() const { return choices_; }
+
   // Rows per classifier chunk (0 = automatic: about 64 MB of logits). For tests and benchmarks.
   void set_classifier_chunk_rows(int64_t rows) { chunk_rows_override_ = rows; }
 
@@ -94,6 +99,9 @@ class GPT {
   GradScratch scratch_;
   Buffer<float> full_logits_;  // (B, T, Vp) of the last forward without targets
   int64_t chunk_rows_override_ = 0;
+  KernelChoices choices_;
+  // attention=naive: the (B, NH, T, T) probabilities of every layer, (L, B*NH*T*T).
+  Buffer<float> naive_att_;
   OpProfile* profile_ = nullptr;
   GradReadyHook grad_ready_;
   std::vector<int64_t> block_begin_;  // (L + 1) arena offset of block l's first tensor; [L] = ln_f

@@ -27,6 +27,8 @@ void TrainConfig::validate() const {
         zero_stage);
   CHECK(comm_timeout > 0, "comm_timeout = {}: expected seconds > 0", comm_timeout);
   CHECK(bucket_cap_mb > 0, "bucket_cap_mb = {}: expected megabytes > 0", bucket_cap_mb);
+  CHECK(attention == "flash" || attention == "naive",
+        "attention = '{}': expected 'flash' (the default) or 'naive'", attention);
   CHECK(!out_dir.empty(), "out_dir is empty: give a directory such as --out_dir=out");
   ModelConfig shape = model;
   if (shape.vocab_size == 0) shape.vocab_size = 1;  // resolved later from the dataset

@@ -34,6 +34,8 @@ struct TrainConfig {
   int64_t max_iters = 600000;
   int64_t seed = 1337;
   std::string dtype = "float32";
+  std::string attention = "flash";
+  bool fused = true;
   int64_t threads = 0;
   bool profile = false;
   // data-parallel (mpirun -np N)
@@ -73,6 +75,13 @@ struct TrainConfig {
     v("seed", seed, "random seed (init, batches, dropout); under mpirun rank r reads micro-batches r, r+N, ... "
       "of the one stream this seed defines");
     v("dtype", dtype, "'float32' (bfloat16/float16 arrive with mixed precision)");
+    v("attention", attention,
+      "'flash' (tiled kernel, no T x T matrix, memory linear in T) or 'naive' (nanoGPT's "
+      "non-flash path: the (B, n_head, T, T) probabilities materialized and kept for backward)");
+    v("fused", fused,
+      "True: fused kernels (the classifier in row chunks fused with its backward, never holding "
+      "the logits); False: the unfused paths (the classifier over all rows at once, the (B*T, "
+      "vocab) logits materialized). Same results either way; LayerNorm/GELU recompute is on in both");
     v("threads", threads,
       "CPU threads per rank; 0 = all cores (under mpirun: the cores the rank is bound to, or the "
       "cores shared among the ranks of the host)");

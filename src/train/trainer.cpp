@@ -196,6 +196,7 @@ class TrainingRun {
     }
 
     model_ = std::make_unique<GPT>(config_.model, &tracker_);
+    model_->set_kernel_choices({config_.attention == "naive", config_.fused});
     if (config_.profile) model_->set_profile(&profile_);
     if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
       zero_ = std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_);

@@ -71,6 +71,11 @@ TEST_F(CliTest, ConfigErrorsAreClear) {
   r = run_nanogpt(dir_, "train --dtype=float64");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("dtype"), std::string::npos) << r.output;
+  r = run_nanogpt(dir_, "train --attention=sparse");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("attention = 'sparse': expected 'flash' (the default) or 'naive'"),
+            std::string::npos)
+      << r.output;
   r = run_nanogpt(dir_, "frobnicate");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("unknown command 'frobnicate'"), std::string::npos) << r.output;

@@ -1,7 +1,8 @@
 // cpu (flash) attention vs ref attention: forward (out, lse), accumulating backward, with and
 // without dropout, on odd T (not a multiple of the 32/64 tiles), HS 16/32/64/24, N = B*T small;
 // every parallel split (thread counts 1..8: query-block tasks, key groups per head) vs ref;
-// and attention_decode vs ref and vs the last row of the causal forward.
+// attention_naive (materialized T x T probabilities) vs ref; and attention_decode vs ref and vs
+// the last row of the causal forward.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -128,6 +129,53 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(1, 130, 128, 2, 0.1f),
                       std::make_tuple(3, 64, 64, 2, 0.0f),    // HS 32, T exactly one tile
                       std::make_tuple(1, 71, 72, 3, 0.0f)));  // HS 24 (padded to 32)
+
+// attention=naive: the materialized path against the same reference and tolerances, and its
+// stored probabilities against exp(score - lse) of the reference (zero above the diagonal).
+TEST_P(AttentionTest, NaiveMatchesReference) {
+  const auto [B, T, C, NH, p] = GetParam();
+  const uint64_t seed = 99;
+  const auto qkv = random_normal(size_t(B) * T * 3 * C, 1);
+  const auto dout = random_normal(size_t(B) * T * C, 2);
+  std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T, -1.0f);
+  std::vector<float> out_r(out.size()), lse_r(size_t(B) * NH * T);
+  cpu::attention_naive_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, seed);
+  ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
+  const auto dqkv0 = random_normal(qkv.size(), 3);
+  auto dqkv = dqkv0, dqkv_r = dqkv0;
+  cpu::attention_naive_backward(dqkv.data(), dout.data(), att.data(), qkv.data(), B, T, C, NH, p,
+                                seed);
+  ref::attention_backward(dqkv_r.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T,
+                          C, NH, p, seed);
+  const auto tol =
+      attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
+  expect_within(out, out_r, tol.out, "out");
+  expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
+  // P = exp(score * scale - lse): relative error of the score and lse (as tol.lse) plus the 2-ulp
+  // exp and the normalization.
+  const int HS = C / NH;
+  const double scale = 1.0 / std::sqrt(double(HS));
+  std::vector<float> p_r(att.size());
+  std::vector<double> p_tol(att.size());
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        const size_t row = ((size_t(b) * NH + h) * T + t) * T, li = (size_t(b) * NH + h) * T + t;
+        for (int s2 = 0; s2 < T; ++s2) {
+          double sc = 0;
+          for (int x = 0; x < HS; ++x) {
+            sc += double(qkv[(size_t(b) * T + t) * 3 * C + h * HS + x]) *
+                  qkv[(size_t(b) * T + s2) * 3 * C + C + h * HS + x];
+          }
+          const double pr = s2 <= t ? std::exp(sc * scale - lse_r[li]) : 0.0;
+          p_r[row + s2] = static_cast<float>(pr);
+          p_tol[row + s2] = pr * (2 * tol.lse[li] + 8 * kEps) + 1e-30;
+        }
+      }
+    }
+  }
+  expect_within(att, p_r, p_tol, "att");
+}
 
 // The parallel split depends on the thread count (query-block tasks forward; key groups per head
 // backward, more groups when B*NH is small): every split must give the reference's results.

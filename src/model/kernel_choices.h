@@ -1,0 +1,17 @@
+// KernelChoices: which implementation of an op family the model runs, for a run's speed and memory
+// only (every choice computes the same function; tests hold them to the same references). Set from
+// the `attention` and `fused` training keys (train/train_config.h says what each one selects).
+#pragma once
+
+namespace nanogpt {
+
+struct KernelChoices {
+  // true: nanoGPT's non-flash attention, the (B, NH, T, T) probabilities materialized and kept for
+  // the backward (O(T^2) memory); false: the flash-style kernel (no T x T matrix).
+  bool naive_attention = false;
+  // false: the unfused paths, e.g. the classifier over all rows at once with the (B*T, Vp) logits
+  // materialized, instead of row chunks fused with the backward.
+  bool fused = true;
+};
+
+}  // namespace nanogpt
