@@ -46,6 +46,12 @@ class Backend {
     Scope s(profile_, OpClass::kNorm, 14.0 * N * C, 4.0 * N * C * 4);
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
+  void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
+                                  const float* b, const float* weight, const float* bias,
+                                  int64_t N, int C) {
+    Scope s(profile_, OpClass::kNorm, 9.0 * N * C, 4.0 * N * C * 4);
+    cpu::residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C);
+  }
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       int64_t N, int C, int OC) {
     Scope s(profile_, matmul_class_, 2.0 * N * C * OC, 4.0 * (N * C + double(C) * OC + N * OC));

@@ -76,6 +76,11 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
 void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, int64_t N, int C,
                      int OC);
+// res (N, C) = a + b, then out, mean, rstd = layernorm_forward(res): the same values as
+// residual_forward followed by layernorm_forward (bit-identical), in one pass (fused=True).
+void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
+                                const float* b, const float* weight, const float* bias, int64_t N,
+                                int C);
 // Naive causal attention (nanoGPT's non-flash path): same math, dropout mask and scale as
 // attention_forward, but the masked softmax probabilities are materialized in att (B, NH, T, T)
 // (zero above the diagonal) and kept for the backward instead of lse. Memory O(B NH T^2).

@@ -2,8 +2,10 @@
 // Block:  x -> ln1 -> qkv -> attention -> attproj -> [dropout] -> residual2 = x + .
 //           -> ln2 -> fc -> gelu -> fcproj -> [dropout] -> residual3 = residual2 + .
 // Head:   lnf -> logits = lnf . wte^T (tied) -> cross-entropy over the first V columns, in chunks
-// of
-//         rows, fused with its backward in training (the (N, Vp) logits are never held).
+//         of rows, fused with its backward in training (the (N, Vp) logits are never held).
+// Kernel choices (kernel_choices.h): fused=True also runs each residual add in one pass with the
+// LayerNorm it feeds; fused=False runs the plain ops and the classifier over all rows at once;
+// attention=naive keeps the (B, NH, T, T) probabilities instead of lse.
 // Memory: a block keeps 10 C floats per row for its backward (activations.h); the LayerNorm and
 // GELU outputs are recomputed in the backward, the projections' outputs are never kept.
 #include "model/gpt.h"
@@ -99,10 +101,15 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
     ops.dropout_forward(a.encoded_drop, a.encoded, N * C, p, site_seed(-1, kSiteEmbedding));
     x = a.encoded_drop;
   }
+  // fused: each residual add runs in one pass with the LayerNorm it feeds (ln2; the next block's
+  // ln1, or lnf), so a.ln already holds ln1(x) when a block starts (except the first).
+  const bool fuse_res_ln = choices_.fused;
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockWeights& bw = w_.h[l];
     LayerActivations& la = a.layers[l];
-    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
+    if (l == 0 || !fuse_res_ln) {
+      ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
+    }
     ops.matmul_forward(la.qkv, a.ln, bw.qkvw, bw.qkvb, N, C, 3 * C);  // (N, 3C)
     if (choices_.naive_attention) {
       ops.attention_naive_forward(la.atty, naive_att_.data() + l * att_size, la.qkv, B, T, C, NH, p,
@@ -116,8 +123,13 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
       ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
       attn_out = a.branch_drop;
     }
-    ops.residual_forward(la.residual2, x, attn_out, N * C);
-    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
+    if (fuse_res_ln) {
+      ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
+                                     bw.ln2w, bw.ln2b, N, C);
+    } else {
+      ops.residual_forward(la.residual2, x, attn_out, N * C);
+      ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
+    }
     ops.matmul_forward(la.fch, a.ln, bw.fcw, bw.fcb, N, C, 4 * C);  // (N, 4C)
     ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
     ops.matmul_forward(a.branch, a.fch_gelu, bw.fcprojw, bw.fcprojb, N, 4 * C, C);
@@ -126,10 +138,22 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
       ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
       mlp_out = a.branch_drop;
     }
-    ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
     x = la.residual3;
+    if (!fuse_res_ln) {
+      ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
+    } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
+      LayerActivations& next = a.layers[l + 1];
+      ops.residual_layernorm_forward(la.residual3, a.ln, next.ln1_mean, next.ln1_rstd,
+                                     la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N,
+                                     C);
+    } else {  // residual3 -> lnf
+      ops.residual_layernorm_forward(la.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, la.residual2,
+                                     mlp_out, w_.lnfw, w_.lnfb, N, C);
+    }
   }
-  ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, w_.lnfw, w_.lnfb, N, C);
+  if (!fuse_res_ln || config_.n_layer == 0) {
+    ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, w_.lnfw, w_.lnfb, N, C);
+  }
 
   backward_ready_ = false;
   logits_valid_ = false;

@@ -9,8 +9,9 @@ struct KernelChoices {
   // true: nanoGPT's non-flash attention, the (B, NH, T, T) probabilities materialized and kept for
   // the backward (O(T^2) memory); false: the flash-style kernel (no T x T matrix).
   bool naive_attention = false;
-  // false: the unfused paths, e.g. the classifier over all rows at once with the (B*T, Vp) logits
-  // materialized, instead of row chunks fused with the backward.
+  // true: each residual add runs in one pass with the LayerNorm it feeds, and the classifier runs in
+  // row chunks fused with its backward. false: the unfused paths (residual_forward then
+  // layernorm_forward; the classifier over all rows at once, the (B*T, Vp) logits materialized).
   bool fused = true;
 };
 

@@ -79,9 +79,11 @@ struct TrainConfig {
       "'flash' (tiled kernel, no T x T matrix, memory linear in T) or 'naive' (nanoGPT's "
       "non-flash path: the (B, n_head, T, T) probabilities materialized and kept for backward)");
     v("fused", fused,
-      "True: fused kernels (the classifier in row chunks fused with its backward, never holding "
-      "the logits); False: the unfused paths (the classifier over all rows at once, the (B*T, "
-      "vocab) logits materialized). Same results either way; LayerNorm/GELU recompute is on in both");
+      "True: fused kernels (each residual add in one pass with the LayerNorm it feeds; the "
+      "classifier in row chunks fused with its backward, never holding the logits); False: the "
+      "unfused paths (separate residual add and LayerNorm; the classifier over all rows at once, "
+      "the (B*T, vocab) logits materialized). Same results either way; LayerNorm/GELU recompute "
+      "in the backward is on in both");
     v("threads", threads,
       "CPU threads per rank; 0 = all cores (under mpirun: the cores the rank is bound to, or the "
       "cores shared among the ranks of the host)");

@@ -1,5 +1,5 @@
 // cpu::layernorm vs ref::layernorm, forward (out, mean, rstd) and accumulating backward, with and
-// without bias, on odd row counts and widths.
+// without bias, on odd row counts and widths; the residual-fused forward vs its unfused reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -92,6 +92,47 @@ TEST_P(LayerNormTest, MatchesReference) {
   expect_within(dinp, dinp_r, tol_dinp, "dinp");
   expect_within(dw, dw_r, tol_dw, "dweight");
   expect_within(db, db_r, with_bias ? tol_db : std::vector<double>(C, 0.0), "dbias");
+}
+
+// fused=True's residual + LayerNorm in one pass: its unfused reference is residual_forward then
+// layernorm_forward (cpu, bit-identical by construction: the backward recomputes LayerNorm with
+// layernorm_forward and relies on the same mean and rstd), and ref's composition within the
+// tolerances of the test above (the sum a + b itself is exact in both).
+TEST_P(LayerNormTest, ResidualFusedEqualsResidualThenLayerNorm) {
+  const auto [N, C, with_bias] = GetParam();
+  const auto a = random_normal(size_t(N) * C, 8, 2.0f), b = random_normal(size_t(N) * C, 9);
+  const auto w = random_normal(C, 2), bi = random_normal(C, 3);
+  const float* bias = with_bias ? bi.data() : nullptr;
+  std::vector<float> res(size_t(N) * C), out(res.size()), mean(N), rstd(N);
+  std::vector<float> res_u(res.size()), out_u(res.size()), mean_u(N), rstd_u(N);
+  cpu::residual_layernorm_forward(res.data(), out.data(), mean.data(), rstd.data(), a.data(),
+                                  b.data(), w.data(), bias, N, C);
+  cpu::residual_forward(res_u.data(), a.data(), b.data(), int64_t{N} * C);
+  cpu::layernorm_forward(out_u.data(), mean_u.data(), rstd_u.data(), res_u.data(), w.data(), bias,
+                         N, C);
+  EXPECT_EQ(res, res_u);
+  EXPECT_EQ(out, out_u);
+  EXPECT_EQ(mean, mean_u);
+  EXPECT_EQ(rstd, rstd_u);
+  std::vector<float> res_r(res.size()), out_r(res.size()), mean_r(N), rstd_r(N);
+  ref::residual_forward(res_r.data(), a.data(), b.data(), int64_t{N} * C);
+  ref::layernorm_forward(out_r.data(), mean_r.data(), rstd_r.data(), res_r.data(), w.data(), bias,
+                         N, C);
+  EXPECT_EQ(res, res_r);
+  const double r = 4 * std::sqrt(static_cast<double>(C)) * kEps;
+  std::vector<double> tol_out(out.size());
+  for (int n = 0; n < N; ++n) {
+    double mabs = 0;
+    for (int c = 0; c < C; ++c) mabs += std::fabs(res_r[size_t(n) * C + c]);
+    mabs /= C;
+    for (int c = 0; c < C; ++c) {
+      const size_t i = size_t(n) * C + c;
+      const double xhat = (res_r[i] - mean_r[n]) * rstd_r[n];
+      tol_out[i] = std::fabs(w[c]) * (rstd_r[n] * r * mabs + r * std::fabs(xhat)) +
+                   2 * kEps * std::fabs(out_r[i]) + 1e-30;
+    }
+  }
+  expect_within(out, out_r, tol_out, "out");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, LayerNormTest,

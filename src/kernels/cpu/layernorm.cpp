@@ -1,4 +1,5 @@
-// Fast LayerNorm: forward parallel over rows (two passes over a cached row); backward computes
+// Fast LayerNorm: forward parallel over rows (two passes over a cached row), also fused with the
+// residual add that feeds it (residual_layernorm_forward); backward computes
 // dinp per row and reduces dweight/dbias through per-thread partial rows summed in thread order
 // (deterministic for a fixed thread count).
 #include <omp.h>
@@ -10,29 +11,53 @@
 
 namespace nanogpt::cpu {
 
+namespace {
+
+// One row: out = (x - mean) * rstd * weight + bias (bias nullable); the one definition the plain
+// and the residual-fused forward share, so both give bit-identical rows and statistics (the
+// backward recomputes LayerNorm outputs with layernorm_forward and relies on that).
+inline void layernorm_row(float* o, float* mean, float* rstd, const float* x, const float* weight,
+                          const float* bias, int C) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int c = 0; c < C; ++c) sum += x[c];
+  const float m = sum / C;
+  float var = 0;
+#pragma omp simd reduction(+ : var)
+  for (int c = 0; c < C; ++c) var += (x[c] - m) * (x[c] - m);
+  const float s = 1.0f / std::sqrt(var / C + 1e-5f);
+  if (bias) {
+#pragma omp simd
+    for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+  } else {
+#pragma omp simd
+    for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * weight[c];
+  }
+  *mean = m;
+  *rstd = s;
+}
+
+}  // namespace
+
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int64_t N, int C) {
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n) {
-    const float* x = inp + n * C;  // (C)
-    float* o = out + n * C;        // (C)
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < C; ++c) sum += x[c];
-    const float m = sum / C;
-    float var = 0;
-#pragma omp simd reduction(+ : var)
-    for (int c = 0; c < C; ++c) var += (x[c] - m) * (x[c] - m);
-    const float s = 1.0f / std::sqrt(var / C + 1e-5f);
-    if (bias) {
+    layernorm_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
+  }
+}
+
+// The residual add feeding the next LayerNorm, in one pass: each row of res = a + b is summed
+// while it is in cache and normalized right away (one parallel region, one read of a and b).
+void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
+                                const float* b, const float* weight, const float* bias, int64_t N,
+                                int C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    float* r = res + n * C;
 #pragma omp simd
-      for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * weight[c] + bias[c];
-    } else {
-#pragma omp simd
-      for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * weight[c];
-    }
-    mean[n] = m;
-    rstd[n] = s;
+    for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
+    layernorm_row(out + n * C, mean + n, rstd + n, r, weight, bias, C);
   }
 }
 
