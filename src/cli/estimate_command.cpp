@@ -16,25 +16,33 @@ std::string estimate_help() {
          "iteration (nanoGPT's formula and the exact matmul count), peak memory broken down by\n"
          "what holds it (weights, grads, optimizer state, activations by kind, classifier,\n"
          "backward scratch) and the time per iteration at the machine's measured peak.\n"
-         "--measure_peak=False skips the peak probe. Keys: see `nanogpt help train`.\n";
+         "--world_size=N: per rank of `mpirun -np N` (with zero_stage=1 the optimizer state is\n"
+         "sharded). --measure_peak=False skips the peak probe. Keys: see `nanogpt help train`.\n";
 }
 
 int estimate_command(const Args& args) {
   TrainConfig config;
   bool measure_peak = true;
+  int64_t world_size = 1;
   std::vector<ConfigAssignment> assignments;
   for (auto& a : parse_command_line(args)) {
     if (a.key == "measure_peak") {
       CHECK(std::holds_alternative<bool>(a.value), "{}: measure_peak expects True or False",
             a.origin);
       measure_peak = std::get<bool>(a.value);
+    } else if (a.key == "world_size") {
+      CHECK(std::holds_alternative<int64_t>(a.value) && std::get<int64_t>(a.value) >= 1 &&
+                std::get<int64_t>(a.value) <= 65536,
+            "{}: world_size expects the number of ranks (1..65536), as in mpirun -np N",
+            a.origin);
+      world_size = std::get<int64_t>(a.value);
     } else {
       assignments.push_back(a);
     }
   }
   apply_assignments(config, assignments);
   const TrainConfig resolved = resolve_for_estimate(config);
-  const TrainingEstimate estimate = estimate_training(resolved);
+  const TrainingEstimate estimate = estimate_training(resolved, static_cast<int>(world_size));
   double peak = 0;
   if (measure_peak) {
     if (resolved.threads > 0) omp_set_num_threads(static_cast<int>(resolved.threads));

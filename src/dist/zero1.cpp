@@ -18,20 +18,29 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+std::vector<int64_t> zero1_shard_counts(int64_t numel, int world_size) {
+  const int64_t per = ((numel + world_size - 1) / world_size + 15) / 16 * 16;
+  std::vector<int64_t> counts;
+  int64_t at = 0;
+  for (int r = 0; r < world_size; ++r) {
+    const int64_t n = std::max<int64_t>(0, std::min(per, numel - at));
+    counts.push_back(n);
+    at += n;
+  }
+  return counts;
+}
+
 Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,
              MemoryTracker* tracker)
     : comm_(comm), numel_(table.total_numel()) {
-  const int W = comm.size();
-  const int64_t per = ((numel_ + W - 1) / W + 15) / 16 * 16;
+  counts_ = zero1_shard_counts(numel_, comm.size());
   int64_t at = 0;
-  for (int r = 0; r < W; ++r) {
-    const int64_t n = std::min(per, numel_ - at);
-    counts_.push_back(n);
+  for (int r = 0; r < comm.size(); ++r) {
     if (r == comm.rank()) {
       begin_ = at;
-      end_ = at + n;
+      end_ = at + counts_[r];
     }
-    at += n;
+    at += counts_[r];
   }
   optimizer_ = make_optimizer(config, table.slice(begin_, end_), tracker);
   shard_grads_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);

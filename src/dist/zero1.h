@@ -20,6 +20,10 @@
 
 namespace nanogpt {
 
+// Sizes of the W shards of an arena of `numel` floats (multiples of 16, the last one shorter):
+// what Zero1 cuts, and what the estimator sizes ZeRO-1's per-rank memory from.
+std::vector<int64_t> zero1_shard_counts(int64_t numel, int world_size);
+
 class Zero1 {
  public:
   Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,

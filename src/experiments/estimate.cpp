@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/json_util.h"
+#include "dist/zero1.h"
 #include "io/checkpoint.h"
 #include "model/activations.h"
 #include "model/params.h"
@@ -69,8 +70,15 @@ double exact_training_flops(const ModelConfig& m, int64_t B, int64_t T) {
   return 3.0 * forward * static_cast<double>(B);  // backward = 2x forward
 }
 
-TrainingEstimate estimate_training(const TrainConfig& config) {
+TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
+  CHECK(world_size >= 1 && config.gradient_accumulation_steps % world_size == 0,
+        "world_size = {}: gradient_accumulation_steps = {} must be a multiple of the number of "
+        "ranks (each rank runs an equal share of the micro-batches)",
+        world_size, config.gradient_accumulation_steps);
   TrainingEstimate e;
+  e.world_size = world_size;
+  e.zero_stage = static_cast<int>(config.zero_stage);
+  e.local_accumulation = config.gradient_accumulation_steps / world_size;
   e.model = config.model;
   e.batch_size = config.batch_size;
   e.accumulation = config.gradient_accumulation_steps;
@@ -93,8 +101,17 @@ TrainingEstimate estimate_training(const TrainConfig& config) {
   e.memory.push_back({"weights (float32)", param_bytes});
   e.memory.push_back({"gradients (float32)", param_bytes});
   const int states = optimizer_state_tensor_count(config.optim);
-  e.memory.push_back({fmt::format("optimizer state ({}: {} x params)", e.optimizer, states),
-                      states * param_bytes});
+  if (config.zero_stage == 1) {
+    // ZeRO-1 (dist/zero1.h): this rank's optimizer state and summed gradients cover its shard only.
+    const int64_t shard = zero1_shard_counts(table.total_numel(), world_size).front();
+    e.memory.push_back(
+        {fmt::format("optimizer state ({}: {} x shard of {})", e.optimizer, states, world_size),
+         states * buffer_bytes(shard)});
+    e.memory.push_back({"ZeRO-1 gradient shard", buffer_bytes(shard)});
+  } else {
+    e.memory.push_back({fmt::format("optimizer state ({}: {} x params)", e.optimizer, states),
+                        states * param_bytes});
+  }
   const ArenaLayout acts = activation_layout(config.model, N);
   int64_t listed = 0;
   for (const auto& [kind, bytes] : acts.by_kind) {
@@ -114,13 +131,13 @@ std::string format_estimate(const TrainingEstimate& e, double peak_flops) {
       "model: {} layers, {} heads, {} wide, context {}, vocab {} (padded {}), dropout {}\n"
       "parameters: {} ({:.2f}M; {:.2f}M without wpe)\n"
       "step: micro-batch {} x context {} x accumulation {} = {} tokens, dtype {}, optimizer {}, "
-      "world size {}, ZeRO stage {}\n"
+      "world size {} ({} micro-batches per rank), ZeRO stage {}\n"
       "FLOPs per iteration: {:.4g} (nanoGPT's 6N + 12LHQT), {:.4g} (exact matmul count)\n\n"
-      "peak memory (tracked by the trainer):\n",
+      "peak memory per rank (tracked by the trainer):\n",
       m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.padded_vocab_size(),
       m.dropout, e.params, static_cast<double>(e.params) / 1e6,
       static_cast<double>(e.params_for_mfu) / 1e6, e.batch_size, m.block_size, e.accumulation,
-      e.tokens_per_iter, e.dtype, e.optimizer, e.world_size, e.zero_stage,
+      e.tokens_per_iter, e.dtype, e.optimizer, e.world_size, e.local_accumulation, e.zero_stage,
       e.flops_per_iter_nanogpt, e.flops_per_iter_exact);
   for (const MemoryLine& line : e.memory) {
     if (line.bytes == 0) continue;
@@ -128,12 +145,13 @@ std::string format_estimate(const TrainingEstimate& e, double peak_flops) {
                        100.0 * static_cast<double>(line.bytes) /
                            static_cast<double>(std::max<int64_t>(e.peak_bytes, 1)));
   }
-  out += fmt::format("  {:<46} {:>12}\n", "total", format_bytes(e.peak_bytes));
+  out += fmt::format("  {:<46} {:>12}  ({} bytes)\n", "total", format_bytes(e.peak_bytes),
+                     e.peak_bytes);
   out +=
       "  (process RSS is higher: the binary, oneDNN's and OpenMP's buffers, the token files when "
       "preloaded, and allocator slack are not tracked)\n";
   if (peak_flops > 0) {
-    const double ms = e.flops_per_iter_exact / peak_flops * 1e3;
+    const double ms = e.flops_per_iter_exact / e.world_size / peak_flops * 1e3;
     out += fmt::format(
         "\ntime per iteration: at least {:.1f} ms (the exact FLOPs at 100% of the measured peak, "
         "{:.0f} GFLOP/s fp32); at an MFU of x it takes {:.1f} ms / x\n",

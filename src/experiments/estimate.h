@@ -25,10 +25,12 @@ struct TrainingEstimate {
   int64_t tokens_per_iter = 0;    // B * T * accumulation
   std::string dtype = "float32";  // what the trainer will run in
   std::string optimizer;
-  // Distributed training: 1 / 0 until world size and ZeRO stages exist in the trainer (the seam:
-  // weights/grads/optimizer lines below would be divided per stage here).
+  // Data-parallel training (`mpirun -np world_size`): memory and accumulation are per rank (each
+  // rank runs micro-batches of batch_size, gradient_accumulation_steps / world_size of them);
+  // zero_stage 1 shards the optimizer state (the largest shard, rank 0's, is shown).
   int world_size = 1;
   int zero_stage = 0;
+  int64_t local_accumulation = 1;
   int64_t params = 0;          // all parameters (wte counted once, tied head)
   int64_t params_for_mfu = 0;  // without wpe (nanoGPT's get_num_params)
   // FLOPs of one optimizer step (forward + backward of every micro-batch): nanoGPT's estimate
@@ -45,8 +47,9 @@ struct TrainingEstimate {
 // Throws nanogpt::Error for init_from set to a weights file (not supported by the estimator).
 TrainConfig resolve_for_estimate(TrainConfig config);
 
-// The estimate for a validated, resolved config.
-TrainingEstimate estimate_training(const TrainConfig& config);
+// The estimate for a validated, resolved config, per rank of `world_size` data-parallel ranks.
+// Throws nanogpt::Error if world_size does not divide gradient_accumulation_steps (as the trainer).
+TrainingEstimate estimate_training(const TrainConfig& config, int world_size = 1);
 
 // Exact matmul FLOPs of one training micro-batch of B sequences of length T (forward + backward).
 double exact_training_flops(const ModelConfig& model, int64_t B, int64_t T);

@@ -60,7 +60,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"sgd_momentum_wide", {"--optimizer=sgd", "--n_embd=64", "--n_head=4"}},
                       Case{"sgd_plain_deep", {"--optimizer=sgd", "--momentum=0.0", "--n_layer=4"}},
                       Case{"batch_context", {"--batch_size=8", "--block_size=64", "--bias=True"}},
-                      Case{"big_vocab", {"--vocab_size=5000", "--batch_size=2"}}),
+                      Case{"big_vocab", {"--vocab_size=5000", "--batch_size=2"}},
+                      Case{"zero1_one_rank", {"--zero_stage=1", "--n_embd=48", "--n_head=3"}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {
@@ -83,6 +84,33 @@ TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {
   EXPECT_EQ(sum, e.peak_bytes);
   EXPECT_TRUE(has_weights && has_optimizer && has_classifier);
   EXPECT_EQ(e.tokens_per_iter, 3 * 16 * config.gradient_accumulation_steps);
+}
+
+TEST(Estimate, ZeroOneShardsTheOptimizerStatePerRank) {
+  TrainConfig config;
+  config.model.n_layer = 2;
+  config.model.n_head = 2;
+  config.model.n_embd = 64;
+  config.model.block_size = 16;
+  config.model.vocab_size = 64;
+  config.gradient_accumulation_steps = 4;
+  auto line = [](const TrainingEstimate& e, const std::string& what) {
+    for (const auto& l : e.memory) {
+      if (l.what.find(what) != std::string::npos) return l.bytes;
+    }
+    return int64_t{-1};
+  };
+  const TrainingEstimate plain = estimate_training(config, 4);
+  config.zero_stage = 1;
+  const TrainingEstimate zero = estimate_training(config, 4);
+  const int64_t numel = ParamTable(config.model).total_numel();
+  const int64_t shard = ((numel + 3) / 4 + 15) / 16 * 16;
+  EXPECT_EQ(zero.local_accumulation, 1);
+  EXPECT_EQ(line(zero, "optimizer state"), 2 * ((shard * 4 + 63) / 64 * 64));
+  EXPECT_EQ(line(zero, "gradient shard"), (shard * 4 + 63) / 64 * 64);
+  EXPECT_LT(zero.peak_bytes, plain.peak_bytes);
+  EXPECT_EQ(line(plain, "weights"), line(zero, "weights"));  // weights stay whole per rank
+  EXPECT_THROW(estimate_training(config, 3), Error);         // 3 does not divide 4 micro-batches
 }
 
 TEST(Estimate, ExactFlopsMatchHandCount) {
