@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "io/dtype_convert.h"
+#include "core/float16.h"
 
 namespace nanogpt {
 namespace {

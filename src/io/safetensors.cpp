@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/check.h"
-#include "io/dtype_convert.h"
+#include "core/float16.h"
 #include "io/transpose.h"
 
 namespace nanogpt {

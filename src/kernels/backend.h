@@ -2,7 +2,8 @@
 // kernels/ops.h, without the context). Today it runs the CPU kernels (cpu::) with the process's
 // KernelContext; when an OpProfile is attached it also times every call and charges its FLOPs and
 // bytes to the op's class (op_profile.h). A GPU backend will implement the same methods, so the
-// model code (model/gpt.cpp) stays free of device specifics.
+// model code (model/gpt.cpp) stays free of device specifics. The overloads taking TypedPtr are the
+// mixed-precision forms (kernels/ops_lowp.h): tensors in float32, bfloat16 or float16 storage.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "core/timer.h"
 #include "kernels/op_profile.h"
 #include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
 
 namespace nanogpt {
 
@@ -126,6 +128,60 @@ class Backend {
                                      const int* targets, float dloss, int64_t N, int V, int Vp) {
     Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * Vp * 2);
     cpu::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
+  }
+
+  // Mixed precision (ops_lowp.h). Byte counts use each tensor's element size.
+  void convert(TypedPtr dst, ConstTypedPtr src, int64_t n) {
+    Scope s(profile_, OpClass::kElementwise, 0,
+            double(n) * double(dtype_size(dst.dtype) + dtype_size(src.dtype)));
+    cpu::convert(dst, src, n);
+  }
+  void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int64_t N, int C) {
+    Scope s(profile_, OpClass::kNorm, 8.0 * N * C, double(N) * C * (4 + dtype_size(out.dtype)));
+    cpu::layernorm_forward(ctx_, out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int64_t N, int C) {
+    Scope s(profile_, OpClass::kNorm, 14.0 * N * C, double(N) * C * (12 + dtype_size(dout.dtype)));
+    cpu::layernorm_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void matmul_forward(TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight, const float* bias,
+                      int64_t N, int C, int OC) {
+    const double e = double(dtype_size(inp.dtype));
+    Scope s(profile_, matmul_class_, 2.0 * N * C * OC,
+            e * (N * C + double(C) * OC) + double(dtype_size(out.dtype)) * N * OC);
+    cpu::matmul_forward(ctx_, out, inp, weight, bias, N, C, OC);
+  }
+  void matmul_backward(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr dout,
+                       ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C, int OC) {
+    const double products = dinp ? 2 : 1, e = double(dtype_size(dout.dtype));
+    Scope s(profile_, matmul_class_, products * 2.0 * N * C * OC,
+            e * (N * OC + (products + 1) * (N * C + double(C) * OC)));
+    cpu::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  void attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
+                         float dropout_p, uint64_t seed) {
+    Scope s(profile_, OpClass::kAttention, 2.0 * B * T * double(T) * C,
+            double(dtype_size(qkv.dtype)) * B * T * C * 4);
+    cpu::attention_forward(ctx_, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+  }
+  void attention_backward(TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out, const float* lse,
+                          ConstTypedPtr qkv, int B, int T, int C, int NH, float dropout_p,
+                          uint64_t seed) {
+    Scope s(profile_, OpClass::kAttention, 4.0 * B * T * double(T) * C,
+            double(dtype_size(qkv.dtype)) * B * T * C * 8);
+    cpu::attention_backward(ctx_, dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+  }
+  void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
+    Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 2);
+    cpu::gelu_forward(ctx_, out, inp, N, kind);
+  }
+  void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
+                     GeluKind kind) {
+    Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 4);
+    cpu::gelu_backward(ctx_, dinp, inp, dout, N, kind);
   }
 
  private:

@@ -20,6 +20,11 @@ class Carver {
     if (layout_) layout_->add(kind, floats * static_cast<int64_t>(sizeof(float)));
     return p;
   }
+  // n elements of `dtype` (a float view when that is float32).
+  TypedPtr take(int64_t n, DType dtype, const char* kind) {
+    const int64_t floats = (n * static_cast<int64_t>(dtype_size(dtype)) + 3) / 4;
+    return {take(floats, kind), dtype};
+  }
   int64_t used() const { return used_; }
 
  private:
@@ -34,7 +39,8 @@ int64_t chunk_rows_for(const ModelConfig& cfg, int64_t N, int64_t chunk_rows_wan
 }
 
 // The activation arena's layout: the one place its views and their sizes are decided.
-void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, Carver& c,
+// t: the activation dtype of the TypedPtr views.
+void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t, Carver& c,
                        Activations& a) {
   const int64_t C = cfg.n_embd, Vp = cfg.padded_vocab_size(), NH = cfg.n_head;
   const bool drop = cfg.dropout > 0.0;
@@ -44,38 +50,41 @@ void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, Carver& 
   for (LayerActivations& l : a.layers) {
     l.ln1_mean = c.take(N, kArenaLayerNorm);
     l.ln1_rstd = c.take(N, kArenaLayerNorm);
-    l.qkv = c.take(N * 3 * C, kArenaQkv);
-    l.atty = c.take(N * C, kArenaAttention);
+    l.qkv = c.take(N * 3 * C, t, kArenaQkv);
+    l.atty = c.take(N * C, t, kArenaAttention);
     l.lse = c.take(N * NH, kArenaAttention);
     l.residual2 = c.take(N * C, kArenaResidual);
     l.ln2_mean = c.take(N, kArenaLayerNorm);
     l.ln2_rstd = c.take(N, kArenaLayerNorm);
-    l.fch = c.take(N * 4 * C, kArenaMlp);
+    l.fch = c.take(N * 4 * C, t, kArenaMlp);
     l.residual3 = c.take(N * C, kArenaResidual);
   }
-  a.ln = c.take(N * C, kArenaWorking);
-  a.fch_gelu = c.take(N * 4 * C, kArenaWorking);
+  a.ln = c.take(N * C, t, kArenaWorking);
+  a.fch_gelu = c.take(N * 4 * C, t, kArenaWorking);
   a.branch = c.take(N * C, kArenaWorking);
   a.branch_drop = drop ? c.take(N * C, kArenaDropout) : nullptr;
-  a.lnf = c.take(N * C, kArenaClassifier);
+  a.lnf = c.take(N * C, t, kArenaClassifier);
   a.lnf_mean = c.take(N, kArenaClassifier);
   a.lnf_rstd = c.take(N, kArenaClassifier);
   a.chunk_rows = rows;
   a.logits_chunk = c.take(rows * Vp, kArenaClassifier);
+  a.dlogits_chunk = t == DType::kF32 ? TypedPtr(a.logits_chunk)
+                                     : c.take(rows * Vp, t, kArenaClassifier);
   a.dlnf = c.take(N * C, kArenaClassifier);
   a.losses = c.take(N, kArenaClassifier);
 }
 
 // The gradient scratch arena's layout.
-void carve_scratch(const ModelConfig& cfg, int64_t N, Carver& c, GradScratch& g) {
+void carve_scratch(const ModelConfig& cfg, int64_t N, DType t, Carver& c, GradScratch& g) {
   const int64_t C = cfg.n_embd;
   const bool drop = cfg.dropout > 0.0;
   g.dresidual = c.take(N * C, kArenaScratch);
-  g.dc = c.take(N * C, kArenaScratch);
+  g.dc = c.take(N * C, t, kArenaScratch);
   g.ddrop = drop ? c.take(N * C, kArenaScratch) : nullptr;
-  g.dqkv = c.take(N * 3 * C, kArenaScratch);
-  g.dfch = c.take(N * 4 * C, kArenaScratch);
-  g.dfch_gelu = c.take(N * 4 * C, kArenaScratch);
+  g.dbranch = t == DType::kF32 ? TypedPtr() : c.take(N * C, t, kArenaScratch);
+  g.dqkv = c.take(N * 3 * C, t, kArenaScratch);
+  g.dfch = c.take(N * 4 * C, t, kArenaScratch);
+  g.dfch_gelu = c.take(N * 4 * C, t, kArenaScratch);
 }
 
 // Bytes of a Buffer<float> of n floats (Buffer rounds up to 64 bytes).
@@ -101,46 +110,48 @@ int64_t classifier_chunk_rows(int64_t N, int64_t Vp) {
   return std::min(rows, N);
 }
 
-ArenaLayout activation_layout(const ModelConfig& cfg, int64_t N, int64_t chunk_rows) {
+ArenaLayout activation_layout(const ModelConfig& cfg, int64_t N, int64_t chunk_rows, DType dtype) {
   ArenaLayout layout;
   Activations views;
   Carver counter(nullptr, &layout);
-  carve_activations(cfg, N, chunk_rows_for(cfg, N, chunk_rows), counter, views);
+  carve_activations(cfg, N, chunk_rows_for(cfg, N, chunk_rows), dtype, counter, views);
   layout.total_bytes = buffer_bytes(counter.used());
   return layout;
 }
 
-ArenaLayout grad_scratch_layout(const ModelConfig& cfg, int64_t N) {
+ArenaLayout grad_scratch_layout(const ModelConfig& cfg, int64_t N, DType dtype) {
   ArenaLayout layout;
   GradScratch views;
   Carver counter(nullptr, &layout);
-  carve_scratch(cfg, N, counter, views);
+  carve_scratch(cfg, N, dtype, counter, views);
   layout.total_bytes = buffer_bytes(counter.used());
   return layout;
 }
 
 void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker,
-                          int64_t chunk_rows_wanted) {
+                          int64_t chunk_rows_wanted, DType dtype) {
   const int64_t rows = chunk_rows_for(cfg, N, chunk_rows_wanted);
-  if (N <= capacity_ && !layers.empty() && rows <= chunk_rows) return;
+  if (N <= capacity_ && !layers.empty() && rows <= chunk_rows && dtype == dtype_) return;
   Carver counter(nullptr);
-  carve_activations(cfg, N, rows, counter, *this);
+  carve_activations(cfg, N, rows, dtype, counter, *this);
   arena_ = Buffer<float>();  // free the old arena before allocating the larger one
   arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker);
   Carver carver(arena_.data());
-  carve_activations(cfg, N, rows, carver, *this);
+  carve_activations(cfg, N, rows, dtype, carver, *this);
   capacity_ = N;
+  dtype_ = dtype;
 }
 
-void GradScratch::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker) {
-  if (N <= capacity_) return;
+void GradScratch::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker, DType dtype) {
+  if (N <= capacity_ && dtype == dtype_) return;
   Carver counter(nullptr);
-  carve_scratch(cfg, N, counter, *this);
+  carve_scratch(cfg, N, dtype, counter, *this);
   arena_ = Buffer<float>();
   arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker);
   Carver carver(arena_.data());
-  carve_scratch(cfg, N, carver, *this);
+  carve_scratch(cfg, N, dtype, carver, *this);
   capacity_ = N;
+  dtype_ = dtype;
 }
 
 }  // namespace nanogpt

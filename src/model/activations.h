@@ -1,6 +1,8 @@
 // Activations of one forward pass for N = B*T rows (kept for backward), and the scratch gradients
 // of the backward pass: each set is ONE Buffer cut into named views, re-allocated only when N
 // grows. Dropout outputs get their own views only when the model has dropout > 0 (else null).
+// Mixed precision: the tensors typed TypedPtr are stored in the run's activation dtype (bf16 or
+// fp16 halves them); statistics, the residual stream and the classifier's logits stay float32.
 #pragma once
 
 #include <cstdint>
@@ -9,23 +11,24 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "kernels/dtype.h"
 #include "model/model_config.h"
 
 namespace nanogpt {
 
-// What one block keeps for its backward: 10 C floats per row. The LayerNorm outputs and GELU's
+// What one block keeps for its backward: 10 C values per row (8 C of them in the activation dtype). The LayerNorm outputs and GELU's
 // output are recomputed in the backward from what is kept (as llm.c does; cheap elementwise work
 // instead of 6 C floats per row per layer), and the projections' outputs are never needed there.
 struct LayerActivations {
   float* ln1_mean = nullptr;   // (N)
   float* ln1_rstd = nullptr;   // (N)
-  float* qkv = nullptr;        // (N, 3C)  rows [Q | K | V]
-  float* atty = nullptr;       // (N, C)   attention output (heads concatenated)
+  TypedPtr qkv;                // (N, 3C)  rows [Q | K | V]
+  TypedPtr atty;               // (N, C)   attention output (heads concatenated)
   float* lse = nullptr;        // (B, NH, T) log-sum-exp of each attention row
   float* residual2 = nullptr;  // (N, C)   x + attention branch
   float* ln2_mean = nullptr;   // (N)
   float* ln2_rstd = nullptr;   // (N)
-  float* fch = nullptr;        // (N, 4C)  fc output (pre-GELU)
+  TypedPtr fch;                // (N, 4C)  fc output (pre-GELU)
   float* residual3 = nullptr;  // (N, C)   block output
 };
 
@@ -53,26 +56,28 @@ int64_t classifier_chunk_rows(int64_t N, int64_t Vp);
 
 // The layouts Activations::reserve and GradScratch::reserve allocate for N rows (same carving code,
 // run without memory), so an estimate from them is what training allocates.
-ArenaLayout activation_layout(const ModelConfig& config, int64_t N, int64_t chunk_rows = 0);
-ArenaLayout grad_scratch_layout(const ModelConfig& config, int64_t N);
+ArenaLayout activation_layout(const ModelConfig& config, int64_t N, int64_t chunk_rows = 0,
+                              DType dtype = DType::kF32);
+ArenaLayout grad_scratch_layout(const ModelConfig& config, int64_t N, DType dtype = DType::kF32);
 
 class Activations {
  public:
   // Makes the views valid for N = B*T rows (reallocates only when N exceeds the capacity or the
-  // classifier chunk changes). chunk_rows: rows per classifier chunk, 0 = classifier_chunk_rows.
-  void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker,
-               int64_t chunk_rows = 0);
+  // classifier chunk or the dtype changes). chunk_rows: rows per classifier chunk, 0 =
+  // classifier_chunk_rows. dtype: the activation dtype (the TypedPtr views).
+  void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker, int64_t chunk_rows = 0,
+               DType dtype = DType::kF32);
   int64_t capacity() const { return capacity_; }
 
   float* encoded = nullptr;              // (N, C)  wte[inp] + wpe[t]
   float* encoded_drop = nullptr;         // (N, C)  dropout(encoded), null when dropout == 0
   std::vector<LayerActivations> layers;  // (L)
   // Working buffers shared by all layers (valid only within one layer's forward or backward):
-  float* ln = nullptr;           // (N, C)   a LayerNorm output (forward; recomputed in backward)
-  float* fch_gelu = nullptr;     // (N, 4C)  GELU(fch) (forward; recomputed in backward)
+  TypedPtr ln;                   // (N, C)   a LayerNorm output (forward; recomputed in backward)
+  TypedPtr fch_gelu;             // (N, 4C)  GELU(fch) (forward; recomputed in backward)
   float* branch = nullptr;       // (N, C)   attention or MLP output projection
   float* branch_drop = nullptr;  // (N, C)   dropout(branch), null when dropout == 0
-  float* lnf = nullptr;          // (N, C)
+  TypedPtr lnf;                  // (N, C)
   float* lnf_mean = nullptr;     // (N)
   float* lnf_rstd = nullptr;     // (N)
   // The classifier runs over chunks of rows so that the (N, Vp) logits are never held whole (824 MB
@@ -80,30 +85,39 @@ class Activations {
   // place, whose products with wte (dlnf) and lnf (dwte) are taken before the next chunk.
   int64_t chunk_rows = 0;         // rows per classifier chunk (classifier_chunk_rows)
   float* logits_chunk = nullptr;  // (chunk_rows, Vp) logits, then dlogits, of one chunk
+  TypedPtr dlogits_chunk;         // (chunk_rows, Vp) the dlogits in the activation dtype (the
+                                  // float32 logits_chunk itself when that is float32)
   float* dlnf = nullptr;          // (N, C)  gradient of lnf from the fused classifier
   float* losses = nullptr;        // (N)     per-position loss, 0 where the target is ignored
 
  private:
   Buffer<float> arena_;
   int64_t capacity_ = 0;
+  DType dtype_ = DType::kF32;
 };
 
 // Scratch gradients of the backward pass (activation grads; parameter grads live in GPT's arena).
 class GradScratch {
  public:
-  void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker);
+  // dtype: the activation dtype; the TypedPtr views hold activation gradients in it (so that a
+  // float16 run really stores them in float16, which is what its loss scaling is for).
+  void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker,
+               DType dtype = DType::kF32);
   int64_t capacity() const { return capacity_; }
 
-  float* dresidual = nullptr;  // (N, C)  gradient of the residual stream
-  float* dc = nullptr;         // (N, C)  dln / datty / dlnf
+  float* dresidual = nullptr;  // (N, C)  gradient of the residual stream (float32)
+  TypedPtr dc;                 // (N, C)  dln / datty
   float* ddrop = nullptr;      // (N, C)  gradient before a dropout; null when dropout == 0
-  float* dqkv = nullptr;       // (N, 3C)
-  float* dfch = nullptr;       // (N, 4C)
-  float* dfch_gelu = nullptr;  // (N, 4C)
+  TypedPtr dbranch;            // (N, C)  gradient of a projection's output in the activation
+                               //         dtype; null when that is float32 (no copy needed)
+  TypedPtr dqkv;               // (N, 3C)
+  TypedPtr dfch;               // (N, 4C)
+  TypedPtr dfch_gelu;          // (N, 4C)
 
  private:
   Buffer<float> arena_;
   int64_t capacity_ = 0;
+  DType dtype_ = DType::kF32;
 };
 
 }  // namespace nanogpt

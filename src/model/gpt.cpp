@@ -23,11 +23,22 @@ namespace nanogpt {
 namespace {
 
 void zero(float* p, int64_t n) { std::memset(p, 0, static_cast<size_t>(n) * sizeof(float)); }
+void zero(TypedPtr p, int64_t n) {
+  std::memset(p.data, 0, static_cast<size_t>(n) * dtype_size(p.dtype));
+}
 
 // Dropout sites: embedding output, attention probabilities, attention and MLP residual branches.
 enum Site : int { kSiteEmbedding = 0, kSiteAttnProbs = 1, kSiteAttnOut = 2, kSiteMlpOut = 3 };
 
 }  // namespace
+
+// g (N elements, float32) in the activation dtype: g itself when that is float32 (lowp is null),
+// else its rounded copy in `lowp`.
+static ConstTypedPtr in_act_dtype(Backend& ops, TypedPtr lowp, const float* g, int64_t n) {
+  if (!lowp) return g;
+  ops.convert(lowp, g, n);
+  return lowp;
+}
 
 GPT::GPT(const ModelConfig& config, MemoryTracker* tracker)
     : config_((config.validate(), config)),
@@ -43,7 +54,32 @@ GPT::GPT(const ModelConfig& config, MemoryTracker* tracker)
   block_begin_.push_back(table_.at("ln_f.weight").offset);
 }
 
-void GPT::init_weights(uint64_t seed) { nanogpt::init_weights(table_, params_.data(), seed); }
+void GPT::init_weights(uint64_t seed) {
+  nanogpt::init_weights(table_, params_.data(), seed);
+  lowp_stale_ = true;
+}
+
+void GPT::set_dtype(DType dtype) {
+  dtype_ = dtype;
+  params_lowp_ = Buffer<uint16_t>();
+  if (dtype != DType::kF32) {
+    params_lowp_ = Buffer<uint16_t>(static_cast<size_t>(table_.total_numel()), tracker_);
+  }
+  lowp_stale_ = true;
+}
+
+ConstTypedPtr GPT::lowp(const float* w) const {
+  if (dtype_ == DType::kF32) return w;
+  return {params_lowp_.data() + (w - params_.data()), dtype_};
+}
+
+void GPT::refresh_lowp_weights(KernelContext& ctx) {
+  if (dtype_ != DType::kF32 && lowp_stale_) {
+    Backend(ctx, profile_).convert({params_lowp_.data(), dtype_}, params_.data(),
+                                   table_.total_numel());
+  }
+  lowp_stale_ = false;
+}
 
 uint64_t GPT::site_seed(int layer, int site) const {
   return splitmix64(dropout_seed_ ^ splitmix64(static_cast<uint64_t>(layer + 1) * 8 + site));
@@ -80,7 +116,11 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   if (targets) check_tokens(targets, N, true, "targets");
   // fused=False: the classifier in one pass over all N rows, the (N, Vp) logits materialized.
   const int64_t chunk = choices_.fused ? chunk_rows_override_ : N;
-  acts_.reserve(config_, N, tracker_, chunk);
+  CHECK(!choices_.naive_attention || dtype_ == DType::kF32,
+        "attention = 'naive' runs in float32 only (dtype {}): use --attention=flash or "
+        "--dtype=float32", dtype_name(dtype_));
+  acts_.reserve(config_, N, tracker_, chunk, dtype_);
+  refresh_lowp_weights(ctx);
   inputs_.assign(inputs, inputs + N);
   B_ = B, T_ = T;
   dropout_seed_ = dropout_seed;
@@ -103,36 +143,37 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   }
   // fused: each residual add runs in one pass with the LayerNorm it feeds (ln2; the next block's
   // ln1, or lnf), so a.ln already holds ln1(x) when a block starts (except the first).
-  const bool fuse_res_ln = choices_.fused;
+  // (16-bit runs keep the residual add and the LayerNorm apart: the fused kernel writes float32.)
+  const bool fuse_res_ln = choices_.fused && dtype_ == DType::kF32;
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockWeights& bw = w_.h[l];
     LayerActivations& la = a.layers[l];
     if (l == 0 || !fuse_res_ln) {
       ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
     }
-    ops.matmul_forward(la.qkv, a.ln, bw.qkvw, bw.qkvb, N, C, 3 * C);  // (N, 3C)
+    ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
     if (choices_.naive_attention) {
-      ops.attention_naive_forward(la.atty, naive_att_.data() + l * att_size, la.qkv, B, T, C, NH, p,
-                                  site_seed(l, kSiteAttnProbs));
+      ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B,
+                                  T, C, NH, p, site_seed(l, kSiteAttnProbs));
     } else {
       ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
     }
-    ops.matmul_forward(a.branch, la.atty, bw.attprojw, bw.attprojb, N, C, C);
+    ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw), bw.attprojb, N, C, C);
     const float* attn_out = a.branch;
     if (drop) {
       ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
       attn_out = a.branch_drop;
     }
     if (fuse_res_ln) {
-      ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
+      ops.residual_layernorm_forward(la.residual2, a.ln.f32(), la.ln2_mean, la.ln2_rstd, x, attn_out,
                                      bw.ln2w, bw.ln2b, N, C);
     } else {
       ops.residual_forward(la.residual2, x, attn_out, N * C);
       ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
     }
-    ops.matmul_forward(la.fch, a.ln, bw.fcw, bw.fcb, N, C, 4 * C);  // (N, 4C)
+    ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
     ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
-    ops.matmul_forward(a.branch, a.fch_gelu, bw.fcprojw, bw.fcprojb, N, 4 * C, C);
+    ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw), bw.fcprojb, N, 4 * C, C);
     const float* mlp_out = a.branch;
     if (drop) {
       ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
@@ -143,11 +184,11 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
       ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
     } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
       LayerActivations& next = a.layers[l + 1];
-      ops.residual_layernorm_forward(la.residual3, a.ln, next.ln1_mean, next.ln1_rstd,
+      ops.residual_layernorm_forward(la.residual3, a.ln.f32(), next.ln1_mean, next.ln1_rstd,
                                      la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N,
                                      C);
     } else {  // residual3 -> lnf
-      ops.residual_layernorm_forward(la.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, la.residual2,
+      ops.residual_layernorm_forward(la.residual3, a.lnf.f32(), a.lnf_mean, a.lnf_rstd, la.residual2,
                                      mlp_out, w_.lnfw, w_.lnfb, N, C);
     }
   }
@@ -164,7 +205,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
       full_logits_ = Buffer<float>();
       full_logits_ = Buffer<float>(static_cast<size_t>(N * Vp), tracker_);
     }
-    head.matmul_forward(full_logits_.data(), a.lnf, w_.wte, nullptr, N, C, Vp);  // (N, Vp)
+    head.matmul_forward(full_logits_.data(), a.lnf, lowp(w_.wte), nullptr, N, C, Vp);  // (N, Vp)
     logits_valid_ = true;
     return 0.0f;
   }
@@ -174,16 +215,19 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   const int64_t step = chunk > 0 ? std::min(chunk, a.chunk_rows) : a.chunk_rows;
   for (int64_t r0 = 0; r0 < N; r0 += step) {  // the tied head, chunk by chunk
     const int64_t rows = std::min(step, N - r0);
-    const float* lnf_rows = a.lnf + r0 * C;  // (rows, C)
-    float* z = a.logits_chunk;               // (rows, Vp)
-    head.matmul_forward(z, lnf_rows, w_.wte, nullptr, rows, C, Vp);
+    const ConstTypedPtr lnf_rows = a.lnf.at(r0 * C);  // (rows, C)
+    float* z = a.logits_chunk;                         // (rows, Vp)
+    head.matmul_forward(z, lnf_rows, lowp(w_.wte), nullptr, rows, C, Vp);
     if (!training) {
       ops.crossentropy_forward(a.losses + r0, z, targets + r0, rows, V, Vp);
       continue;
     }
     // dlogits overwrite the chunk's logits; dlnf = dlogits . wte, dwte += dlogits^T . lnf.
     ops.crossentropy_forward_backward(a.losses + r0, z, z, targets + r0, dloss, rows, V, Vp);
-    head.matmul_backward(a.dlnf + r0 * C, g_.wte, nullptr, z, lnf_rows, w_.wte, rows, C, Vp);
+    const TypedPtr dz = a.dlogits_chunk;  // (rows, Vp) in the activation dtype
+    if (dz.data != z) ops.convert(dz, z, rows * Vp);
+    head.matmul_backward(a.dlnf + r0 * C, g_.wte, nullptr, dz, lnf_rows, lowp(w_.wte), rows, C,
+                         Vp);
   }
   backward_ready_ = training;
   double sum = 0.0;
@@ -202,7 +246,7 @@ void GPT::backward(KernelContext& ctx) {
   const GeluKind gelu = config_.gelu_kind();
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
-  scratch_.reserve(config_, N, tracker_);
+  scratch_.reserve(config_, N, tracker_, dtype_);
   Activations& a = acts_;
   GradScratch& s = scratch_;
   Backend ops(ctx, profile_);
@@ -231,16 +275,17 @@ void GPT::backward(KernelContext& ctx) {
       ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteMlpOut));
       dmlp_out = s.ddrop;
     }
+    const ConstTypedPtr dmlp = in_act_dtype(ops, s.dbranch, dmlp_out, N * C);
     ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
     zero(s.dfch_gelu, N * 4 * C);
-    ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp_out, a.fch_gelu, bw.fcprojw, N,
-                        4 * C, C);
+    ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu, lowp(bw.fcprojw),
+                        N, 4 * C, C);
     zero(s.dfch, N * 4 * C);
     ops.gelu_backward(s.dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
     zero(s.dc, N * C);
-    ops.matmul_backward(s.dc, bg.fcw, bg.fcb, s.dfch, a.ln, bw.fcw, N, C, 4 * C);
+    ops.matmul_backward(s.dc, bg.fcw, bg.fcb, s.dfch, a.ln, lowp(bw.fcw), N, C, 4 * C);
     ops.layernorm_backward(s.dresidual, bg.ln2w, bg.ln2b, s.dc, la.residual2, bw.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C);
 
@@ -250,19 +295,21 @@ void GPT::backward(KernelContext& ctx) {
       ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteAttnOut));
       dattn_out = s.ddrop;
     }
+    const ConstTypedPtr dattn = in_act_dtype(ops, s.dbranch, dattn_out, N * C);
     zero(s.dc, N * C);  // d(atty)
-    ops.matmul_backward(s.dc, bg.attprojw, bg.attprojb, dattn_out, la.atty, bw.attprojw, N, C, C);
+    ops.matmul_backward(s.dc, bg.attprojw, bg.attprojb, dattn, la.atty, lowp(bw.attprojw), N, C,
+                        C);
     zero(s.dqkv, N * 3 * C);
     if (choices_.naive_attention) {
-      ops.attention_naive_backward(s.dqkv, s.dc, naive_att_.data() + l * att_size, la.qkv, B, T, C,
-                                   NH, p, site_seed(l, kSiteAttnProbs));
+      ops.attention_naive_backward(s.dqkv.f32(), s.dc.f32(), naive_att_.data() + l * att_size,
+                                   la.qkv.f32(), B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
     } else {
       ops.attention_backward(s.dqkv, s.dc, la.atty, la.lse, la.qkv, B, T, C, NH, p,
                              site_seed(l, kSiteAttnProbs));
     }
     ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);  // ln1 again
     zero(s.dc, N * C);                                                                 // d(ln1)
-    ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, bw.qkvw, N, C, 3 * C);
+    ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw), N, C, 3 * C);
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C);
     if (grad_ready_) grad_ready_(block_begin_[l], block_begin_[l + 1]);

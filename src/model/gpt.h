@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "kernels/dtype.h"
 #include "kernels/context.h"
 #include "kernels/op_profile.h"
 #include "model/activations.h"
@@ -29,10 +30,22 @@ class GPT {
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
   // The arenas: table().total_numel() floats, tensor k at table().specs()[k].offset.
-  std::span<float> params() { return {params_.data(), params_.size()}; }
+  // (Handing out the mutable arena marks the low-precision weight copy stale: the next forward
+  // refreshes it, so an optimizer step through params() is always seen.)
+  std::span<float> params() {
+    lowp_stale_ = true;
+    return {params_.data(), params_.size()};
+  }
   std::span<const float> params() const { return {params_.data(), params_.size()}; }
   std::span<float> grads() { return {grads_.data(), grads_.size()}; }
   std::span<const float> grads() const { return {grads_.data(), grads_.size()}; }
+
+  // Mixed precision: matmuls read a copy of the weights in `dtype` (refreshed from the float32
+  // master weights before the first forward after they change), and the big activations and
+  // activation gradients are stored in `dtype`; LayerNorm, softmax and loss statistics, the
+  // residual stream and all parameter gradients stay float32. float32 (the default) keeps no copy.
+  void set_dtype(DType dtype);
+  DType dtype() const { return dtype_; }
 
   // nanoGPT's init (model/init.h) from `seed`.
   void init_weights(uint64_t seed);
@@ -86,6 +99,10 @@ class GPT {
 
  private:
   void check_tokens(const int* tokens, int64_t n, bool allow_ignore, const char* what) const;
+  // The matmul operand for the master weight `w` (a pointer into params_): w itself in float32,
+  // else the same tensor in the low-precision copy.
+  ConstTypedPtr lowp(const float* w) const;
+  void refresh_lowp_weights(KernelContext& ctx);
   uint64_t site_seed(int layer, int site) const;
 
   ModelConfig config_;
@@ -95,6 +112,9 @@ class GPT {
   Buffer<float> grads_;   // (total_numel) same layout
   ModelWeights w_;        // views into params_
   ModelWeights g_;        // views into grads_
+  DType dtype_ = DType::kF32;
+  Buffer<uint16_t> params_lowp_;  // (total_numel) params_ in dtype_; empty in float32
+  bool lowp_stale_ = true;
   Activations acts_;
   GradScratch scratch_;
   Buffer<float> full_logits_;  // (B, T, Vp) of the last forward without targets

@@ -2,6 +2,7 @@
 #include "train/train_config.h"
 
 #include "core/check.h"
+#include "kernels/dtype.h"
 
 namespace nanogpt {
 
@@ -18,10 +19,9 @@ void TrainConfig::validate() const {
         "data_mode = '{}': expected 'preload' or 'mmap'", data_mode);
   CHECK(sampling == "random" || sampling == "sequential",
         "sampling = '{}': expected 'random' or 'sequential'", sampling);
-  CHECK(dtype == "float32",
-        "dtype = '{}': only 'float32' is available in this build (bfloat16 and float16 come with "
-        "the mixed-precision work); use --dtype=float32",
-        dtype);
+  DType parsed;
+  CHECK(parse_dtype(dtype, parsed),
+        "dtype = '{}': expected {} (nanoGPT's names), e.g. --dtype=bfloat16", dtype, kDTypeNames);
   CHECK(zero_stage == 0 || zero_stage == 1,
         "zero_stage = {}: expected 0 (plain data-parallel) or 1 (ZeRO-1: sharded optimizer state)",
         zero_stage);

@@ -74,7 +74,9 @@ struct TrainConfig {
     v("max_iters", max_iters, "total optimizer steps");
     v("seed", seed, "random seed (init, batches, dropout); under mpirun rank r reads micro-batches r, r+N, ... "
       "of the one stream this seed defines");
-    v("dtype", dtype, "'float32' (bfloat16/float16 arrive with mixed precision)");
+    v("dtype", dtype,
+      "'float32', 'bfloat16' or 'float16': storage of matmul weights copies and activations "
+      "(fp32 master weights, optimizer state and statistics; float16 adds dynamic loss scaling)");
     v("attention", attention,
       "'flash' (tiled kernel, no T x T matrix, memory linear in T) or 'naive' (nanoGPT's "
       "non-flash path: the (B, n_head, T, T) probabilities materialized and kept for backward)");

@@ -29,6 +29,7 @@
 #include "dist/zero1.h"
 #include "io/checkpoint.h"
 #include "kernels/context.h"
+#include "kernels/dtype.h"
 #include "model/gpt.h"
 #include "optim/grad_clip.h"
 #include "optim/lr_schedule.h"
@@ -197,6 +198,8 @@ class TrainingRun {
 
     model_ = std::make_unique<GPT>(config_.model, &tracker_);
     model_->set_kernel_choices({config_.attention == "naive", config_.fused});
+    parse_dtype(config_.dtype, dtype_);  // validated above
+    model_->set_dtype(dtype_);
     if (config_.profile) model_->set_profile(&profile_);
     if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
       zero_ = std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_);
@@ -526,6 +529,7 @@ class TrainingRun {
   std::string data_dir_, ckpt_dir_;
   nlohmann::json dataset_meta_;
   std::unique_ptr<GPT> model_;
+  DType dtype_ = DType::kF32;
   std::unique_ptr<Optimizer> owned_optimizer_;  // zero_stage 0
   std::unique_ptr<Zero1> zero_;                 // zero_stage 1
   Optimizer* optimizer_ = nullptr;              // one of the two

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "io/dtype_convert.h"
+#include "core/float16.h"
 #include "io/hf_gpt2.h"
 #include "io/llmc_model.h"
 #include "io_test_util.h"

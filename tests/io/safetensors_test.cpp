@@ -9,7 +9,7 @@
 #include <iterator>
 
 #include "io/crc32c.h"
-#include "io/dtype_convert.h"
+#include "core/float16.h"
 #include "io_test_util.h"
 
 namespace nanogpt {

@@ -19,31 +19,41 @@ namespace {
 using dnnl::memory;
 using Dt = memory::data_type;
 
-// A (rows, cols) fp32 matrix with the given strides.
-memory::desc mat(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  return memory::desc({rows, cols}, Dt::f32, memory::dims{rs, cs});
+Dt dnnl_type(DType t) {
+  switch (t) {
+    case DType::kF32: return Dt::f32;
+    case DType::kBF16: return Dt::bf16;
+    case DType::kF16: return Dt::f16;
+  }
+  return Dt::f32;
+}
+
+// A (rows, cols) matrix of `t` with the given strides.
+memory::desc mat(int64_t rows, int64_t cols, int64_t rs, int64_t cs, Dt t = Dt::f32) {
+  return memory::desc({rows, cols}, t, memory::dims{rs, cs});
 }
 
 CachedMatmul make_matmul(dnnl::engine& engine, const MatmulKey& k) {
   memory::desc src, wei, dst, bias;
   dnnl::primitive_attr attr;
+  const Dt in = dnnl_type(k.in), out = dnnl_type(k.out);
   if (k.kind == MatmulKind::kForward) {
-    src = mat(k.n, k.c, k.c, 1);    // inp (N,C)
-    wei = mat(k.c, k.oc, 1, k.c);   // W^T (C,OC) viewing W (OC,C)
-    dst = mat(k.n, k.oc, k.oc, 1);  // out (N,OC)
+    src = mat(k.n, k.c, k.c, 1, in);     // inp (N,C)
+    wei = mat(k.c, k.oc, 1, k.c, in);    // W^T (C,OC) viewing W (OC,C)
+    dst = mat(k.n, k.oc, k.oc, 1, out);  // out (N,OC)
     if (k.bias) bias = mat(1, k.oc, k.oc, 1);
   } else {
     dnnl::post_ops po;
     po.append_sum(1.0f);  // dst += result
     attr.set_post_ops(po);
     if (k.kind == MatmulKind::kBackwardData) {
-      src = mat(k.n, k.oc, k.oc, 1);  // dout (N,OC)
-      wei = mat(k.oc, k.c, k.c, 1);   // W (OC,C)
-      dst = mat(k.n, k.c, k.c, 1);    // dinp (N,C)
+      src = mat(k.n, k.oc, k.oc, 1, in);  // dout (N,OC)
+      wei = mat(k.oc, k.c, k.c, 1, in);   // W (OC,C)
+      dst = mat(k.n, k.c, k.c, 1, out);   // dinp (N,C)
     } else {
-      src = mat(k.oc, k.n, 1, k.oc);  // dout^T (OC,N)
-      wei = mat(k.n, k.c, k.c, 1);    // inp (N,C)
-      dst = mat(k.oc, k.c, k.c, 1);   // dweight (OC,C)
+      src = mat(k.oc, k.n, 1, k.oc, in);  // dout^T (OC,N)
+      wei = mat(k.n, k.c, k.c, 1, in);    // inp (N,C)
+      dst = mat(k.oc, k.c, k.c, 1, out);  // dweight (OC,C)
     }
   }
   dnnl::matmul::desc desc =
@@ -59,8 +69,10 @@ CachedMatmul& get_matmul(KernelContext::Impl& impl, const MatmulKey& key) {
   return impl.matmuls.emplace(key, make_matmul(impl.engine, key)).first->second;
 }
 
-void run(KernelContext::Impl& impl, const MatmulKey& key, const void* src, const void* wei,
-         const void* bias, void* dst) {
+}  // namespace
+
+void run_matmul(KernelContext::Impl& impl, const MatmulKey& key, const void* src, const void* wei,
+                const void* bias, void* dst) {
   CachedMatmul& mm = get_matmul(impl, key);
   const auto& pd = mm.pd;
   std::unordered_map<int, memory> args{
@@ -73,6 +85,8 @@ void run(KernelContext::Impl& impl, const MatmulKey& key, const void* src, const
   mm.prim.execute(impl.stream, args);
   impl.stream.wait();
 }
+
+namespace {
 
 // out (OC) = W (OC,C) . x (C) + b (OC, nullable). One row per dot product: a single sequential
 // stream per thread reads W from DRAM fastest here (33 GB/s on 2 threads vs 24 GB/s for groups of
@@ -99,7 +113,8 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
     gemv_forward(out, inp, weight, bias, C, OC);
     return;
   }
-  run(ctx.impl(), {N, C, OC, bias != nullptr, MatmulKind::kForward}, inp, weight, bias, out);
+  run_matmul(ctx.impl(), {N, C, OC, bias != nullptr, MatmulKind::kForward}, inp, weight, bias,
+             out);
 }
 
 void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
@@ -108,9 +123,9 @@ void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbi
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
   auto& impl = ctx.impl();
-  if (dinp) run(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout, weight, nullptr, dinp);
+  if (dinp) run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout, weight, nullptr, dinp);
   if (dweight) {
-    run(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr, dweight);
+    run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr, dweight);
   }
   if (dbias) {
     // dbias (OC) += column sums of dout (N,OC): each thread sums a slice of columns, rows in

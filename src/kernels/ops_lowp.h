@@ -1,0 +1,77 @@
+// The ops of mixed-precision training: the same ops as kernels/ops.h where some tensors are stored
+// in 16 bits (TypedPtr: float32, bfloat16 or float16; compute and accumulation always in float32).
+// Two implementations with the same meaning:
+//   nanogpt::ref  (kernels/ref/lowp.cpp): the DEFINITION: widen the inputs to float (exact), run
+//                 the float32 reference op, round each output once to its dtype (nearest even);
+//                 accumulating outputs become round(old + update);
+//   nanogpt::cpu  (kernels/cpu/lowp_*.cpp, convert.cpp): fast; bf16 matmuls run on oneDNN's bf16
+//                 kernels (fp32 accumulation) where the CPU has them, everything else widens blocks
+//                 to float32 and runs the float32 kernels (this CPU has no fp16 arithmetic).
+// Statistics (LayerNorm mean/rstd, attention lse), parameter gradients, biases and the residual
+// stream stay float32. Same conventions as ops.h: backward ops ACCUMULATE into their outputs.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+#include "kernels/ops.h"
+
+namespace nanogpt {
+
+// Batch elements per group in the 16-bit attention: with dropout > 0, the group of batch elements
+// b0 .. b0 + G - 1 draws its masks from seed splitmix64(seed + b0) with batch indices counted from
+// b0 (so groups see distinct masks). With every tensor float32 the op IS the float32 op of ops.h.
+int attention_batch_group(int B, int NH);
+
+namespace ref {
+// dst[i] = src[i] in dst's dtype (rounded to nearest even), n elements, any dtypes.
+void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
+// LayerNorm with a low-precision output; inp is the float32 residual stream.
+void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
+                       const float* weight, const float* bias, int64_t N, int C);
+void layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
+                        const float* inp, const float* weight, const float* mean, const float* rstd,
+                        int64_t N, int C);
+void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind);
+void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N, GeluKind kind);
+void attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
+                       float dropout_p, uint64_t seed);
+void attention_backward(TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out, const float* lse,
+                        ConstTypedPtr qkv, int B, int T, int C, int NH, float dropout_p,
+                        uint64_t seed);
+// out (N,OC) = inp (N,C) . weight (OC,C)^T + bias (OC, float32, nullable); inp and weight of any
+// dtype (products exact in float, sums in double here), out rounded once.
+void matmul_forward(TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight, const float* bias,
+                    int64_t N, int C, int OC);
+// dinp (nullable, any dtype) += dout . weight; dweight, dbias (float32, nullable) as in ops.h.
+void matmul_backward(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr dout,
+                     ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C, int OC);
+}  // namespace ref
+
+// The same ops on the CPU; the context holds oneDNN's primitives and the widening scratch.
+namespace cpu {
+void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
+void layernorm_forward(KernelContext& ctx, TypedPtr out, float* mean, float* rstd,
+                       const float* inp, const float* weight, const float* bias, int64_t N, int C);
+void layernorm_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+                        ConstTypedPtr dout, const float* inp, const float* weight,
+                        const float* mean, const float* rstd, int64_t N, int C);
+void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind);
+void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
+                   int64_t N, GeluKind kind);
+void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
+                       int T, int C, int NH, float dropout_p, uint64_t seed);
+void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
+                        const float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
+                        float dropout_p, uint64_t seed);
+void matmul_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight,
+                    const float* bias, int64_t N, int C, int OC);
+void matmul_backward(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+                     ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
+                     int OC);
+// Whether matmuls with inputs of this dtype run on native kernels here (bf16 on AVX512_BF16 / AMX
+// through oneDNN) rather than widening to float32; impl_name (nullable) gets oneDNN's kernel name.
+bool native_matmul(KernelContext& ctx, DType dtype, const char** impl_name = nullptr);
+}  // namespace cpu
+
+}  // namespace nanogpt
