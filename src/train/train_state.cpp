@@ -29,6 +29,9 @@ TrainingState training_state_from_json(const nlohmann::json& s, const std::strin
     t.best_val_loss = json_number(s, "best_val_loss", origin);
   }
   t.train_loader = LoaderState::from_json(s["train_loader"], origin + " train_loader");
+  if (s.contains("grad_scaler") && !s["grad_scaler"].is_null()) {
+    t.grad_scaler = grad_scaler_state_from_json(s["grad_scaler"], origin + " grad_scaler");
+  }
   return t;
 }
 

@@ -1,14 +1,16 @@
 // TrainingState: what a checkpoint's state.json holds besides the tensors (iteration, best val
-// loss, optimizer name and step count, the training loader's position), and its validated reading.
+// loss, optimizer name and step count, the training loader's position, float16's loss scaler), and its validated reading.
 // The trainer writes it with training_state_json and reads it back on resume.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "data/loader.h"
+#include "optim/grad_scaler.h"
 
 namespace nanogpt {
 
@@ -20,6 +22,7 @@ struct TrainingState {
   std::string optimizer;  // "" when state.json does not name one (older files)
   int64_t optimizer_steps = 0;
   LoaderState train_loader;
+  std::optional<GradScalerState> grad_scaler;  // float16 runs' loss scaler ("grad_scaler")
 };
 
 // Reads state.json's object; throws nanogpt::Error naming `origin` and the key on anything

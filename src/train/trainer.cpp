@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "kernels/dtype.h"
 #include "model/gpt.h"
 #include "optim/grad_clip.h"
+#include "optim/grad_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/metrics.h"
@@ -200,6 +202,7 @@ class TrainingRun {
     model_->set_kernel_choices({config_.attention == "naive", config_.fused});
     parse_dtype(config_.dtype, dtype_);  // validated above
     model_->set_dtype(dtype_);
+    scaler_ = GradScaler(/*enabled=*/dtype_ == DType::kF16);
     if (config_.profile) model_->set_profile(&profile_);
     if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
       zero_ = std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_);
@@ -320,6 +323,8 @@ class TrainingRun {
     best_val_loss_ = s.best_val_loss;
     optimizer_->set_steps(s.optimizer_steps);
     train_loader_->set_state(s.train_loader);
+    // A float16 run continues with its saved scale; a run switching to float16 starts afresh.
+    if (scaler_.enabled() && s.grad_scaler) scaler_.set_state(*s.grad_scaler);
   }
 
   nlohmann::json training_state() {
@@ -330,6 +335,7 @@ class TrainingRun {
     s["optimizer"] = optimizer_->name();
     s["optimizer_steps"] = optimizer_->steps();
     s["train_loader"] = train_loader_->state().to_json();
+    if (scaler_.enabled()) s["grad_scaler"] = scaler_.to_json();
     s["config"] = config_to_json(config_);
     s["data_dir"] = fs::absolute(data_dir_).string();
     s["tokenizer_meta"] = dataset_meta_;
@@ -410,10 +416,12 @@ class TrainingRun {
         "iter {}: the {} is not finite (loss {}, gradient norm {}); training stopped before the "
         "optimizer step, nothing was saved{}. Likely causes: a learning rate too high for this "
         "model (lr {:.3e}; lower learning_rate or raise warmup_iters), no gradient clipping "
-        "(grad_clip {}; nanoGPT uses 1.0), or bad input data. {}",
+        "(grad_clip {}; nanoGPT uses 1.0), bad input data (check the token files), or values "
+        "beyond the range of dtype {} (float16 without loss scaling overflows above 65504; "
+        "bfloat16 and float32 reach 3e38). {}",
         iter_num_, std::isfinite(loss) ? "gradient norm" : "loss", loss, norm,
         have_ckpt ? fmt::format(" ({} holds the last good checkpoint)", ckpt_dir_) : "", lr,
-        config_.optim.grad_clip,
+        config_.optim.grad_clip, config_.dtype,
         have_ckpt ? "Resume from it with --init_from=resume and a lower learning_rate."
                   : "Start again with a lower learning_rate.");
   }
@@ -451,21 +459,31 @@ class TrainingRun {
         loss_sum += model_->forward(
             ctx_, batch.inputs.data(), batch.targets.data(), B, T,
             /*training=*/true, dropout_seed_for(config_.seed, iter_num_, dp_->global_micro(micro)),
-            /*grad_scale=*/1.0f / static_cast<float>(accum));
+            /*grad_scale=*/scaler_.scale() / static_cast<float>(accum));
         dp_->before_backward(*model_, micro + 1 == local_accum);
         model_->backward(ctx_);
       }
       double comm_s = dp_->finish_step(*model_, &loss_sum);
       Timer optimizer_timer;
+      // float16: the gradients are unscaled before the norm and clipping (exact: the scale is a
+      // power of two). An inf/nan among them makes the global norm non-finite on every rank alike
+      // (ZeRO-1 included), which skips this step and halves the scale. A non-finite loss is no
+      // overflow: it stops the run as in float32.
+      if (scaler_.enabled()) scaler_.unscale(model_->grads());
       double norm =
           zero_ ? zero_->reduce_gradients(model_->grads().data(), &comm_s)
                 : clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
-      stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
-      if (zero_) {
-        zero_->step(model_->params().data(), lr, norm, config_.optim.grad_clip, &comm_s);
-      } else {
-        optimizer_->step(model_->params().data(), model_->grads().data(), lr);
+      const bool skipped =
+          scaler_.enabled() && !std::isfinite(norm) && std::isfinite(loss_sum);
+      if (!skipped) {
+        stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
+        if (zero_) {
+          zero_->step(model_->params().data(), lr, norm, config_.optim.grad_clip, &comm_s);
+        } else {
+          optimizer_->step(model_->params().data(), model_->grads().data(), lr);
+        }
       }
+      scaler_.update(skipped);
       result_.comm_wait_seconds += comm_s;
       model_->zero_grad();
       if (config_.profile) {
@@ -489,19 +507,29 @@ class TrainingRun {
         int64_t done = iter_num_ + 1 - first_iter;
         double eta = since_start.seconds() / static_cast<double>(done) *
                      static_cast<double>(config_.max_iters - iter_num_ - 1);
+        const std::string scaling =
+            scaler_.enabled() ? fmt::format(", scale {:g}{}, skipped {}", scaler_.state().scale,
+                                            skipped ? " (this step skipped: inf/nan grads)" : "",
+                                            scaler_.state().skipped_steps)
+                              : std::string();
         say(fmt::format(
             "iter {}: loss {:.4f}, time {:.1f}ms{}, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
-            "norm {:.3f}, mem {} (rss {}), eta {}",
+            "norm {:.3f}{}, mem {} (rss {}), eta {}",
             iter_num_, loss, ms,
             comm_->size() > 1 ? fmt::format(" (comm wait {:.1f}ms)", comm_s * 1e3) : "",
-            running_mfu * 100, tok_s, lr, norm,
+            running_mfu * 100, tok_s, lr, norm, scaling,
             format_bytes(tracker_.peak_bytes()), format_bytes(process_peak_rss_bytes()),
             format_duration(eta)));
         nlohmann::ordered_json rec;
         rec["iter"] = iter_num_;
         rec["loss"] = loss;
         rec["lr"] = lr;
-        rec["grad_norm"] = norm;
+        if (!skipped) rec["grad_norm"] = norm;  // (a skipped step has no finite norm)
+        if (scaler_.enabled()) {
+          rec["loss_scale"] = scaler_.state().scale;  // after this step's update
+          rec["skipped"] = skipped;
+          rec["skipped_steps"] = scaler_.state().skipped_steps;
+        }
         rec["ms"] = ms;
         if (comm_->size() > 1) rec["comm_wait_ms"] = comm_s * 1e3;
         rec["tokens_per_s"] = tok_s;
@@ -530,6 +558,7 @@ class TrainingRun {
   nlohmann::json dataset_meta_;
   std::unique_ptr<GPT> model_;
   DType dtype_ = DType::kF32;
+  GradScaler scaler_;  // enabled for float16 only
   std::unique_ptr<Optimizer> owned_optimizer_;  // zero_stage 0
   std::unique_ptr<Zero1> zero_;                 // zero_stage 1
   Optimizer* optimizer_ = nullptr;              // one of the two
