@@ -11,6 +11,7 @@
 #include "core/json_util.h"
 #include "dist/zero1.h"
 #include "io/checkpoint.h"
+#include "kernels/dtype.h"
 #include "model/activations.h"
 #include "model/params.h"
 #include "optim/optimizer.h"
@@ -112,14 +113,20 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
     e.memory.push_back({fmt::format("optimizer state ({}: {} x params)", e.optimizer, states),
                         states * param_bytes});
   }
-  const ArenaLayout acts = activation_layout(config.model, N);
+  DType dtype = DType::kF32;
+  parse_dtype(config.dtype, dtype);  // (validated with the config)
+  if (dtype != DType::kF32) {        // GPT::set_dtype's 16-bit copy of the weights
+    e.memory.push_back({fmt::format("weights copy ({})", dtype_name(dtype)),
+                        (table.total_numel() * 2 + 63) / 64 * 64});
+  }
+  const ArenaLayout acts = activation_layout(config.model, N, 0, dtype);
   int64_t listed = 0;
   for (const auto& [kind, bytes] : acts.by_kind) {
     e.memory.push_back({kind, bytes});
     listed += bytes;
   }
   if (acts.total_bytes > listed) e.memory.push_back({"arena rounding", acts.total_bytes - listed});
-  const ArenaLayout scratch = grad_scratch_layout(config.model, N);
+  const ArenaLayout scratch = grad_scratch_layout(config.model, N, dtype);
   e.memory.push_back({"backward scratch (activation grads)", scratch.total_bytes});
   for (const MemoryLine& line : e.memory) e.peak_bytes += line.bytes;
   return e;
