@@ -29,6 +29,10 @@ void TrainConfig::validate() const {
   CHECK(bucket_cap_mb > 0, "bucket_cap_mb = {}: expected megabytes > 0", bucket_cap_mb);
   CHECK(attention == "flash" || attention == "naive",
         "attention = '{}': expected 'flash' (the default) or 'naive'", attention);
+  CHECK(attention == "flash" || dtype == "float32",
+        "attention = '{}' with dtype = '{}': the naive attention runs in float32 only; use "
+        "--attention=flash for {}, or --dtype=float32",
+        attention, dtype, dtype);
   CHECK(!out_dir.empty(), "out_dir is empty: give a directory such as --out_dir=out");
   ModelConfig shape = model;
   if (shape.vocab_size == 0) shape.vocab_size = 1;  // resolved later from the dataset
