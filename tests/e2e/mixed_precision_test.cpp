@@ -71,7 +71,8 @@ std::map<std::string, std::string> records(const std::string& path) {
   std::map<std::string, std::string> out;
   for (const auto& j : read_jsonl(path)) {
     auto k = j;
-    k.erase("ms"), k.erase("tokens_per_s"), k.erase("mfu"), k.erase("peak_mem_bytes"),
+    k.erase("ms"), k.erase("elapsed_s"), k.erase("tokens_per_s"), k.erase("mfu"),
+        k.erase("peak_mem_bytes"),
         k.erase("peak_rss_bytes");
     out[std::to_string(j["iter"].get<int64_t>()) + (j.contains("val_loss") ? "v" : "")] = k.dump();
   }
