@@ -13,6 +13,7 @@
 #include "io/checkpoint.h"
 #include "kernels/dtype.h"
 #include "model/activations.h"
+#include "model/gpt.h"
 #include "model/params.h"
 #include "optim/optimizer.h"
 #include "train/metrics.h"
@@ -119,13 +120,19 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
     e.memory.push_back({fmt::format("weights copy ({})", dtype_name(dtype)),
                         (table.total_numel() * 2 + 63) / 64 * 64});
   }
-  const ArenaLayout acts = activation_layout(config.model, N, 0, dtype);
+  // fused=False runs the classifier over all N rows at once (GPT::forward's chunk choice).
+  const ArenaLayout acts = activation_layout(config.model, N, config.fused ? 0 : N, dtype);
   int64_t listed = 0;
   for (const auto& [kind, bytes] : acts.by_kind) {
     e.memory.push_back({kind, bytes});
     listed += bytes;
   }
   if (acts.total_bytes > listed) e.memory.push_back({"arena rounding", acts.total_bytes - listed});
+  if (config.attention == "naive") {
+    e.memory.push_back({"attention probabilities (attention=naive, all layers)",
+                        buffer_bytes(GPT::naive_attention_floats(config.model, config.batch_size,
+                                                                 config.model.block_size))});
+  }
   const ArenaLayout scratch = grad_scratch_layout(config.model, N, dtype);
   e.memory.push_back({"backward scratch (activation grads)", scratch.total_bytes});
   for (const MemoryLine& line : e.memory) e.peak_bytes += line.bytes;

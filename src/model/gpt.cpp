@@ -130,9 +130,10 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   Activations& a = acts_;
   Backend ops(ctx, profile_);
   const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
-  if (choices_.naive_attention && naive_att_.size() < static_cast<size_t>(att_size) * config_.n_layer) {
+  const int64_t att_all = naive_attention_floats(config_, B, T);
+  if (choices_.naive_attention && naive_att_.size() < static_cast<size_t>(att_all)) {
     naive_att_ = Buffer<float>();
-    naive_att_ = Buffer<float>(static_cast<size_t>(att_size) * config_.n_layer, tracker_);
+    naive_att_ = Buffer<float>(static_cast<size_t>(att_all), tracker_);
   }
 
   ops.encoder_forward(a.encoded, inputs, w_.wte, w_.wpe, B, T, C);  // (N, C)

@@ -80,6 +80,11 @@ class GPT {
 
   // Which kernels run (model/kernel_choices.h); the default is the fast, fused, flash path.
   void set_kernel_choices(const KernelChoices& choices) { choices_ = choices; }
+  // Floats of the attention=naive probabilities buffer for B sequences of T tokens (all layers);
+  // what forward allocates and the estimator reports.
+  static int64_t naive_attention_floats(const ModelConfig& config, int64_t B, int64_t T) {
+    return B * config.n_head * T * T * config.n_layer;
+  }
   const KernelChoices& kernel_choices() const { return choices_; }
 
   // Rows per classifier chunk (0 = automatic: about 64 MB of logits). For tests and benchmarks.

@@ -61,7 +61,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"sgd_plain_deep", {"--optimizer=sgd", "--momentum=0.0", "--n_layer=4"}},
                       Case{"batch_context", {"--batch_size=8", "--block_size=64", "--bias=True"}},
                       Case{"big_vocab", {"--vocab_size=5000", "--batch_size=2"}},
-                      Case{"zero1_one_rank", {"--zero_stage=1", "--n_embd=48", "--n_head=3"}}),
+                      Case{"zero1_one_rank", {"--zero_stage=1", "--n_embd=48", "--n_head=3"}},
+                      Case{"naive_attention", {"--attention=naive", "--block_size=64"}},
+                      Case{"unfused_big_vocab", {"--fused=False", "--vocab_size=3000"}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {
