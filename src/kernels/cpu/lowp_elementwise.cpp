@@ -1,6 +1,7 @@
 // Low-precision LayerNorm and GELU (ops_lowp.h): each widens a block of its 16-bit inputs to
 // float, runs the float32 kernel on the block (inside the parallel loop, so that call runs on one
-// thread) and narrows the result. The LayerNorm backward, whose dweight/dbias reduction must not
+// thread; blocks of ~64K elements keep the cost of those nested regions negligible) and narrows
+// the result. The LayerNorm backward, whose dweight/dbias reduction must not
 // be split across threads, widens dout in chunks of rows into the context's scratch instead.
 #include <omp.h>
 
@@ -13,10 +14,14 @@
 
 namespace nanogpt::cpu {
 
+namespace {
+constexpr int64_t kBlock = int64_t{1} << 16;  // elements per block of the widened kernels
+}  // namespace
+
 void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int64_t N, int C) {
   if (float* o = out.f32()) return layernorm_forward(o, mean, rstd, inp, weight, bias, N, C);
-  const int64_t rows = std::max<int64_t>(1, kConvertBlock / C);  // rows per block
+  const int64_t rows = std::max<int64_t>(1, kBlock / C);  // rows per block
   const int64_t blocks = (N + rows - 1) / rows;
 #pragma omp parallel
   {
@@ -48,14 +53,17 @@ void layernorm_backward(KernelContext& ctx, float* dinp, float* dweight, float* 
 
 void gelu_forward(KernelContext&, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
   if (out.f32() && inp.f32()) return gelu_forward(out.f32(), inp.f32(), N, kind);
-  const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < blocks; ++k) {
-    alignas(64) float x[kConvertBlock], y[kConvertBlock];
-    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
-    widen(x, inp.at(i0), m);
-    gelu_forward(y, x, m, kind);
-    narrow(out.at(i0), y, m);
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+#pragma omp parallel
+  {
+    std::vector<float> x(kBlock), y(kBlock);
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t i0 = k * kBlock, m = std::min(kBlock, N - i0);
+      widen(x.data(), inp.at(i0), m);
+      gelu_forward(y.data(), x.data(), m, kind);
+      narrow(out.at(i0), y.data(), m);
+    }
   }
 }
 
@@ -64,16 +72,19 @@ void gelu_backward(KernelContext&, TypedPtr dinp, ConstTypedPtr inp, ConstTypedP
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
-  const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < blocks; ++k) {
-    alignas(64) float x[kConvertBlock], d[kConvertBlock], g[kConvertBlock];
-    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
-    widen(x, inp.at(i0), m);
-    widen(d, dout.at(i0), m);
-    widen(g, dinp.at(i0), m);
-    gelu_backward(g, x, d, m, kind);
-    narrow(dinp.at(i0), g, m);
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+#pragma omp parallel
+  {
+    std::vector<float> x(kBlock), d(kBlock), g(kBlock);
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t i0 = k * kBlock, m = std::min(kBlock, N - i0);
+      widen(x.data(), inp.at(i0), m);
+      widen(d.data(), dout.at(i0), m);
+      widen(g.data(), dinp.at(i0), m);
+      gelu_backward(g.data(), x.data(), d.data(), m, kind);
+      narrow(dinp.at(i0), g.data(), m);
+    }
   }
 }
 
