@@ -44,6 +44,14 @@ void DataParallel::before_backward(GPT& model, bool last) {
   model.set_grad_ready_hook([sync](int64_t begin, int64_t end) { sync->on_ready(begin, end); });
 }
 
+std::vector<int64_t> DataParallel::gather_per_rank(int64_t value) {
+  // A sum of one-hot vectors: exact for byte counts below 2^53.
+  std::vector<double> slots(static_cast<size_t>(comm_.size()), 0.0);
+  slots[static_cast<size_t>(comm_.rank())] = static_cast<double>(value);
+  comm_.all_reduce_sum(slots.data(), static_cast<int64_t>(slots.size()));
+  return std::vector<int64_t>(slots.begin(), slots.end());
+}
+
 double DataParallel::finish_step(GPT& model, double* loss_sum) {
   if (comm_.size() == 1) return 0;
   double waited = 0;

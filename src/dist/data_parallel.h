@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "data/loader.h"
 #include "dist/communicator.h"
@@ -54,6 +55,8 @@ class DataParallel {
   // ranks, every rank the same) and sums `loss_sum` (this rank's micro-batch losses) over ranks.
   // Returns the seconds this rank waited on communication.
   double finish_step(GPT& model, double* loss_sum);
+  // Every rank's `value` (e.g. its peak memory), indexed by rank; a collective: every rank calls it.
+  std::vector<int64_t> gather_per_rank(int64_t value);
 
  private:
   Communicator& comm_;

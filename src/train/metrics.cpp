@@ -64,3 +64,19 @@ std::string format_duration(double seconds) {
 }
 
 }  // namespace nanogpt
+
+namespace nanogpt {
+
+std::string format_rank_memory(const std::vector<int64_t>& tracked,
+                               const std::vector<int64_t>& rss) {
+  if (tracked.size() == 1)
+    return fmt::format("{} (rss {})", format_bytes(tracked[0]), format_bytes(rss[0]));
+  std::string out;
+  for (size_t r = 0; r < tracked.size(); ++r) {
+    out += fmt::format("{}r{} {} (rss {})", r ? ", " : "", r, format_bytes(tracked[r]),
+                       format_bytes(rss[r]));
+  }
+  return out;
+}
+
+}  // namespace nanogpt

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "model/model_config.h"
 
@@ -40,6 +41,10 @@ double last_elapsed_seconds(const std::string& path);
 
 // "12.3 MiB", "1.20 GiB".
 std::string format_bytes(int64_t bytes);
+// Peak memory for the log line: "A (rss B)" for one rank, "r0 A (rss B), r1 C (rss D)" for several.
+// tracked and rss are indexed by rank and of the same length (>= 1).
+std::string format_rank_memory(const std::vector<int64_t>& tracked,
+                               const std::vector<int64_t>& rss);
 // "1m 05s", "2h 03m".
 std::string format_duration(double seconds);
 

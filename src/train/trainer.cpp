@@ -512,13 +512,15 @@ class TrainingRun {
                                             skipped ? " (this step skipped: inf/nan grads)" : "",
                                             scaler_.state().skipped_steps)
                               : std::string();
+        // Per-rank peaks (a collective, so every rank takes part even though rank 0 alone logs).
+        const std::vector<int64_t> rank_peaks = dp_->gather_per_rank(tracker_.peak_bytes());
+        const std::vector<int64_t> rank_rss = dp_->gather_per_rank(process_peak_rss_bytes());
         say(fmt::format(
             "iter {}: loss {:.4f}, time {:.1f}ms{}, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
-            "norm {:.3f}{}, mem {} (rss {}), eta {}",
+            "norm {:.3f}{}, mem {}, eta {}",
             iter_num_, loss, ms,
             comm_->size() > 1 ? fmt::format(" (comm wait {:.1f}ms)", comm_s * 1e3) : "",
-            running_mfu * 100, tok_s, lr, norm, scaling,
-            format_bytes(tracker_.peak_bytes()), format_bytes(process_peak_rss_bytes()),
+            running_mfu * 100, tok_s, lr, norm, scaling, format_rank_memory(rank_peaks, rank_rss),
             format_duration(eta)));
         nlohmann::ordered_json rec;
         rec["iter"] = iter_num_;
@@ -536,6 +538,10 @@ class TrainingRun {
         rec["mfu"] = mfu;
         rec["peak_mem_bytes"] = tracker_.peak_bytes();
         rec["peak_rss_bytes"] = process_peak_rss_bytes();
+        if (comm_->size() > 1) {
+          rec["rank_peak_mem_bytes"] = rank_peaks;
+          rec["rank_peak_rss_bytes"] = rank_rss;
+        }
         rec["elapsed_s"] = elapsed_seconds();
         metrics_.write(rec);
       }
