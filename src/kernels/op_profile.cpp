@@ -53,7 +53,7 @@ std::string OpProfile::table(double peak_flops, double peak_bytes_per_s) const {
       throughput = fmt::format("{:.1f} GB/s", s.bytes / s.seconds / 1e9);
       percent = fmt::format("{:.0f}%", 100.0 * s.bytes / s.seconds / peak_bytes_per_s);
     }
-    out += fmt::format("{:<12} {:>10.2f} {:>6.1f}% {:>8} {:>12} {:>9} {}\n",
+    out += fmt::format("{:<12} {:>10.2f} {:>6.1f}% {:>8.4g} {:>12} {:>9} {}\n",
                        op_class_name(static_cast<OpClass>(i)), ms, 100.0 * share,
                        static_cast<double>(s.calls) / steps, throughput, percent,
                        s.flops > 0 || s.bytes > 0 ? (compute ? "compute" : "memory") : "");
