@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "../e2e/e2e_util.h"
+
 namespace nanogpt::experiments_test {
 
 inline std::string scratch_dir(const std::string& name) {
@@ -40,28 +42,10 @@ inline void write_dataset(const std::string& dir, int vocab = 64, int64_t tokens
   std::ofstream(dir + "/meta.json") << "{\"vocab_size\": " << vocab << "}\n";
 }
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs a shell command in `cwd`, stdout and stderr together.
-inline RunResult run_command(const std::string& cwd, const std::string& command) {
-  std::string cmd = "cd '" + cwd + "' && " + command + " 2>&1";
-  RunResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
-  return run_command(cwd, "OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) + "' " + args);
-}
+// Running the built binary: the end-to-end tests' helpers.
+using e2e::RunResult;
+using e2e::run_command;
+using e2e::run_nanogpt;
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);
