@@ -2,6 +2,8 @@
 // what it wrote.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -61,6 +63,40 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   }
   return out;
+}
+
+// A run that trains to iter 4 (checkpoint at eval 4), then resumes with a learning rate of 1e30:
+// the weights pass float range after one step, so the next loss (or its gradient) is not finite
+// and the run must stop at iter 5 with a message naming each of `causes`, leaving iter 4's
+// checkpoint byte-identical and resumable. `common` holds the model/data keys, eval_interval=4
+// and out_dir=blowup.
+inline void expect_non_finite_stop_keeps_checkpoint(const std::string& dir,
+                                                    const std::string& common,
+                                                    const std::vector<std::string>& causes) {
+  RunResult r = run_nanogpt(dir, "train " + common + " --max_iters=4 --lr_decay_iters=4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto read_all = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  const std::string state_before = read_all(dir + "/blowup/ckpt/state.json");
+  const std::string weights_before = read_all(dir + "/blowup/ckpt/model.safetensors");
+  r = run_nanogpt(dir, "train " + common +
+                           " --init_from=resume --max_iters=12 --lr_decay_iters=12 "
+                           "--learning_rate=1e30 --min_lr=1e30 --grad_clip=0 "
+                           "--warmup_iters=0 --decay_lr=False --always_save_checkpoint=False");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // (After the step at iter 4 the loss of iter 5 may still be finite, its gradient not.)
+  EXPECT_NE(r.output.find("iter 5: the "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is not finite"), std::string::npos) << r.output;
+  for (const std::string& cause : causes) {
+    EXPECT_NE(r.output.find(cause), std::string::npos) << cause << "\n" << r.output;
+  }
+  // The checkpoint is untouched: still iter 4's state and weights, and it resumes.
+  EXPECT_TRUE(read_all(dir + "/blowup/ckpt/state.json") == state_before);
+  EXPECT_TRUE(read_all(dir + "/blowup/ckpt/model.safetensors") == weights_before);
+  r = run_nanogpt(dir, "train " + common + " --init_from=resume --max_iters=6 --lr_decay_iters=6");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 }  // namespace nanogpt::e2e

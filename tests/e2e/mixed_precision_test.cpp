@@ -129,31 +129,9 @@ TEST_F(MixedPrecisionCli, Fp16ReportsAndSavesItsLossScale) {
 }
 
 TEST_F(MixedPrecisionCli, NonFiniteLossInBf16StopsAndKeepsTheLastGoodCheckpoint) {
-  const std::string common = std::string(kSmall) + " --dtype=bfloat16 --eval_interval=4 "
-                                                   "--out_dir=blowup";
-  RunResult r = run_nanogpt(dir_, "train " + common + " --max_iters=4 --lr_decay_iters=4");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto read_all = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-  };
-  const std::string state_before = read_all(dir_ + "/blowup/ckpt/state.json");
-  const std::string weights_before = read_all(dir_ + "/blowup/ckpt/model.safetensors");
-  r = run_nanogpt(dir_, "train " + common +
-                            " --init_from=resume --max_iters=12 --lr_decay_iters=12 "
-                            "--learning_rate=1e30 --min_lr=1e30 --grad_clip=0 "
-                            "--warmup_iters=0 --decay_lr=False --always_save_checkpoint=False");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("iter 5: the "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("is not finite"), std::string::npos) << r.output;
-  for (const char* cause : {"learning_rate", "bad input data", "dtype bfloat16", "float16",
-                            "last good checkpoint"}) {
-    EXPECT_NE(r.output.find(cause), std::string::npos) << cause << "\n" << r.output;
-  }
-  EXPECT_TRUE(read_all(dir_ + "/blowup/ckpt/state.json") == state_before);
-  EXPECT_TRUE(read_all(dir_ + "/blowup/ckpt/model.safetensors") == weights_before);
-  r = run_nanogpt(dir_, "train " + common + " --init_from=resume --max_iters=6 --lr_decay_iters=6");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  e2e::expect_non_finite_stop_keeps_checkpoint(
+      dir_, std::string(kSmall) + " --dtype=bfloat16 --eval_interval=4 --out_dir=blowup",
+      {"learning_rate", "bad input data", "dtype bfloat16", "float16", "last good checkpoint"});
 }
 
 TEST_F(MixedPrecisionCli, BadDtypeNamesTheKeyAndTheAllowedValues) {
