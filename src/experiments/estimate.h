@@ -25,6 +25,8 @@ struct TrainingEstimate {
   int64_t tokens_per_iter = 0;    // B * T * accumulation
   std::string dtype = "float32";  // what the trainer will run in
   std::string optimizer;
+  std::string attention = "flash";  // the `attention` key: flash or naive
+  bool fused = true;                // the `fused` key
   // Data-parallel training (`mpirun -np world_size`): memory and accumulation are per rank (each
   // rank runs micro-batches of batch_size, gradient_accumulation_steps / world_size of them);
   // zero_stage 1 shards the optimizer state (the largest shard, rank 0's, is shown).

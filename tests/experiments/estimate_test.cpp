@@ -88,6 +88,28 @@ TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {
   EXPECT_EQ(e.tokens_per_iter, 3 * 16 * config.gradient_accumulation_steps);
 }
 
+// The printed summary names every choice the peak depends on, the kernel choices included.
+TEST(Estimate, SummaryNamesDtypeAttentionAndFusion) {
+  TrainConfig config;
+  config.model.n_layer = 2;
+  config.model.n_head = 2;
+  config.model.n_embd = 32;
+  config.model.block_size = 16;
+  config.model.vocab_size = 64;
+  const std::string plain = format_estimate(estimate_training(config), 0);
+  EXPECT_NE(plain.find("dtype float32, optimizer adamw, attention flash, fused True,"),
+            std::string::npos)
+      << plain;
+  config.attention = "naive";
+  config.fused = false;
+  config.dtype = "bfloat16";
+  const std::string naive = format_estimate(estimate_training(config), 0);
+  EXPECT_NE(naive.find("dtype bfloat16, optimizer adamw, attention naive, fused False,"),
+            std::string::npos)
+      << naive;
+  EXPECT_NE(naive.find("attention probabilities (attention=naive"), std::string::npos) << naive;
+}
+
 TEST(Estimate, ZeroOneShardsTheOptimizerStatePerRank) {
   TrainConfig config;
   config.model.n_layer = 2;

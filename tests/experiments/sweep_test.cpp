@@ -50,7 +50,9 @@ TEST(Sweep, SmokeGridRowsSkipOnRerunAndFailureRecorded) {
       EXPECT_GT(std::stod(r.at("ms_per_iter")), 0.0);
       EXPECT_TRUE(r.at("error").empty());
       // target_iter, when set, is an evaluation at which val loss was <= the target
-      if (!r.at("target_iter").empty()) EXPECT_GE(std::stod(r.at("target_s")), 0.0);
+      if (!r.at("target_iter").empty()) {
+        EXPECT_GE(std::stod(r.at("target_s")), 0.0);
+      }
     } else {
       ++failed;
       EXPECT_EQ(r.at("status"), "failed");
@@ -142,6 +144,55 @@ TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
   ASSERT_EQ(single.exit_code, 0) << single.output;
   EXPECT_NE(read_text(dir + "/sw/runs/default.none.s1337/report.md").find("One training run"),
             std::string::npos);
+}
+
+// On a terminal the sweep keeps one live line: run k of n, its iteration and loss, elapsed time and
+// the ETA of the whole grid (unknown until a run has been timed or 2% of one has passed). `script`
+// (util-linux, in every Debian) gives the sweep a pseudo-terminal; piped output has no live line.
+TEST(Sweep, LiveProgressLineOnATerminal) {
+  const std::string dir = scratch_dir("sweep_tty");
+  write_dataset(dir + "/data");
+  std::ofstream(dir + "/base.py") << "data_dir = 'data'\nbatch_size = 4\nblock_size = 32\n"
+                                     "n_layer = 2\nn_head = 2\nn_embd = 32\n"
+                                     "gradient_accumulation_steps = 1\neval_iters = 2\n"
+                                     "learning_rate = 1e-3\nwarmup_iters = 10\n";
+  // Two runs of one to three seconds each: long enough for a few half-second updates.
+  std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = 2\n"
+                                      "max_iters = 300\nlr_decay_iters = 300\n"
+                                      "eval_interval = 150\nlog_interval = 10\n";
+  RunResult tty = run_command(dir, "OMP_NUM_THREADS=2 script -qefc \"'" +
+                                       std::string(NANOGPT_BINARY) +
+                                       "' sweep sweep.py\" /dev/null");
+  ASSERT_EQ(tty.exit_code, 0) << tty.output;
+  const std::string& out = tty.output;
+  // A live update of the first run: cleared line, run 1 of 2, iteration of 2000, its loss, ETA.
+  const std::string first = "\r\033[K[1/2] default.none.s1337: iter ";
+  const size_t at = out.find(first);
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at + 4, out.find('\r', at + 1) - at - 4);
+  EXPECT_NE(line.find("/300, loss "), std::string::npos) << line;
+  EXPECT_NE(line.find("elapsed, ETA "), std::string::npos) << line;
+  // The second run's updates know the first run's time, so their ETA is a duration, not "?".
+  const size_t second = out.find("\r\033[K[2/2] default.none.s1338: iter ");
+  ASSERT_NE(second, std::string::npos) << out;
+  const std::string line2 = out.substr(second + 4, out.find('\r', second + 1) - second - 4);
+  EXPECT_EQ(line2.find("ETA ?"), std::string::npos) << line2;
+  // Iterations shown grow within a run.
+  int64_t last_iter = -1, increases = 0;
+  for (size_t pos = out.find(first); pos != std::string::npos; pos = out.find(first, pos + 1)) {
+    const int64_t iter = std::stoll(out.substr(pos + first.size()));
+    if (iter > last_iter && last_iter >= 0) ++increases;
+    EXPECT_GE(iter, last_iter) << out;
+    last_iter = iter;
+  }
+  EXPECT_GE(increases, 1) << out;
+  EXPECT_NE(out.find("[2/2] default.none.s1338 done: val loss"), std::string::npos) << out;
+
+  // Piped (not a terminal): the finished-run lines only, no live line.
+  RunResult piped = run_nanogpt(dir, "sweep sweep.py --out_dir=sw2 --max_iters=20");
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find("\033[K"), std::string::npos) << piped.output;
+  EXPECT_NE(piped.output.find("[1/2] default.none.s1337 done"), std::string::npos) << piped.output;
 }
 
 TEST(Sweep, BadSweepFilesFailBeforeAnythingRuns) {
