@@ -5,7 +5,8 @@ with Debian's python3-torch 1.13 (CPU). It reads the same train.bin / val.bin as
   OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch/train_ref.py \
       --data_dir=data/shakespeare_char --max_iters=2000
 
-Prints one JSON line: median ms/iter, wall seconds, final val loss, peak RSS.
+Prints one JSON line: median ms/iter, wall seconds, final val loss, peak RSS. `--dtype=bfloat16`
+runs the forward under torch.autocast (bf16 matmuls, fp32 master weights), as nanoGPT does.
 """
 import argparse
 import json
@@ -20,9 +21,10 @@ from torch.nn import functional as F
 
 
 class Block(nn.Module):
-    def __init__(self, c, h, bias):
+    def __init__(self, c, h, bias, dropout):
         super().__init__()
         self.h = h
+        self.dropout = dropout
         self.ln_1 = nn.LayerNorm(c, elementwise_affine=True)
         self.c_attn = nn.Linear(c, 3 * c, bias=bias)
         self.c_proj = nn.Linear(c, c, bias=bias)
@@ -39,9 +41,11 @@ class Block(nn.Module):
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         mask = torch.ones(T, T, dtype=torch.bool).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        att = F.dropout(att, self.dropout, self.training)  # nanoGPT's attn_dropout
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.c_proj(y)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+        x = x + F.dropout(self.c_proj(y), self.dropout, self.training)
+        mlp = self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+        return x + F.dropout(mlp, self.dropout, self.training)
 
 
 class GPT(nn.Module):
@@ -49,7 +53,9 @@ class GPT(nn.Module):
         super().__init__()
         self.wte = nn.Embedding(a.vocab_size, a.n_embd)
         self.wpe = nn.Embedding(a.block_size, a.n_embd)
-        self.blocks = nn.ModuleList([Block(a.n_embd, a.n_head, a.bias) for _ in range(a.n_layer)])
+        self.dropout = a.dropout
+        self.blocks = nn.ModuleList([Block(a.n_embd, a.n_head, a.bias, a.dropout)
+                                     for _ in range(a.n_layer)])
         self.ln_f = nn.LayerNorm(a.n_embd)
         for name, p in self.named_parameters():
             if p.dim() >= 2:
@@ -62,7 +68,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T))
+        x = F.dropout(self.wte(idx) + self.wpe(torch.arange(T)), self.dropout, self.training)
         for b in self.blocks:
             x = b(x)
         logits = F.linear(self.ln_f(x), self.wte.weight)
@@ -87,6 +93,9 @@ def main():
     p.add_argument("--beta2", type=float, default=0.99)
     p.add_argument("--eval_iters", type=int, default=20)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--dropout", type=float, default=0.0)
+    # bfloat16: nanoGPT's CPU mixed precision, torch.autocast(device_type="cpu", dtype=bfloat16)
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     a = p.parse_args()
     torch.manual_seed(1337)
     torch.set_num_threads(a.threads)
@@ -130,7 +139,9 @@ def main():
         t0 = time.time()
         for g in opt.param_groups:
             g["lr"] = lr_at(it)
-        loss = model(*batch(train))
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16,
+                            enabled=a.dtype == "bfloat16"):
+            loss = model(*batch(train))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -138,7 +149,8 @@ def main():
         times.append((time.time() - t0) * 1e3)
     wall = time.time() - wall
     times.sort()
-    print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "iters": a.max_iters,
+    print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "dtype": a.dtype,
+                      "iters": a.max_iters,
                       "median_ms": times[len(times) // 2], "wall_s": wall,
                       "final_val_loss": val_loss() if a.data_dir else None,
                       "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
