@@ -40,14 +40,17 @@ int64_t chunk_rows_for(const ModelConfig& cfg, int64_t N, int64_t chunk_rows_wan
 
 // The activation arena's layout: the one place its views and their sizes are decided.
 // t: the activation dtype of the TypedPtr views.
-void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t, Carver& c,
-                       Activations& a) {
+void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t, bool checkpoint,
+                       Carver& c, Activations& a) {
   const int64_t C = cfg.n_embd, Vp = cfg.padded_vocab_size(), NH = cfg.n_head;
   const bool drop = cfg.dropout > 0.0;
   a.encoded = c.take(N * C, kArenaEmbedding);
   a.encoded_drop = drop ? c.take(N * C, kArenaDropout) : nullptr;
   a.layers.assign(cfg.n_layer, LayerActivations{});
-  for (LayerActivations& l : a.layers) {
+  // Block checkpointing: every layer's views but residual3 alias layer 0's.
+  const int carved_layers = checkpoint ? std::min(cfg.n_layer, 1) : cfg.n_layer;
+  for (int i = 0; i < carved_layers; ++i) {
+    LayerActivations& l = a.layers[i];
     l.ln1_mean = c.take(N, kArenaLayerNorm);
     l.ln1_rstd = c.take(N, kArenaLayerNorm);
     l.qkv = c.take(N * 3 * C, t, kArenaQkv);
@@ -58,6 +61,10 @@ void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t,
     l.ln2_rstd = c.take(N, kArenaLayerNorm);
     l.fch = c.take(N * 4 * C, t, kArenaMlp);
     l.residual3 = c.take(N * C, kArenaResidual);
+  }
+  for (int i = carved_layers; i < cfg.n_layer; ++i) {
+    a.layers[i] = a.layers[0];
+    a.layers[i].residual3 = c.take(N * C, kArenaResidual);
   }
   a.ln = c.take(N * C, t, kArenaWorking);
   a.fch_gelu = c.take(N * 4 * C, t, kArenaWorking);
@@ -110,11 +117,13 @@ int64_t classifier_chunk_rows(int64_t N, int64_t Vp) {
   return std::min(rows, N);
 }
 
-ArenaLayout activation_layout(const ModelConfig& cfg, int64_t N, int64_t chunk_rows, DType dtype) {
+ArenaLayout activation_layout(const ModelConfig& cfg, int64_t N, int64_t chunk_rows, DType dtype,
+                              bool checkpoint_blocks) {
   ArenaLayout layout;
   Activations views;
   Carver counter(nullptr, &layout);
-  carve_activations(cfg, N, chunk_rows_for(cfg, N, chunk_rows), dtype, counter, views);
+  carve_activations(cfg, N, chunk_rows_for(cfg, N, chunk_rows), dtype, checkpoint_blocks, counter,
+                    views);
   layout.total_bytes = buffer_bytes(counter.used());
   return layout;
 }
@@ -129,17 +138,21 @@ ArenaLayout grad_scratch_layout(const ModelConfig& cfg, int64_t N, DType dtype) 
 }
 
 void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker,
-                          int64_t chunk_rows_wanted, DType dtype) {
+                          int64_t chunk_rows_wanted, DType dtype, bool checkpoint_blocks) {
   const int64_t rows = chunk_rows_for(cfg, N, chunk_rows_wanted);
-  if (N <= capacity_ && !layers.empty() && rows <= chunk_rows && dtype == dtype_) return;
+  if (N <= capacity_ && !layers.empty() && rows <= chunk_rows && dtype == dtype_ &&
+      checkpoint_blocks == checkpoint_blocks_) {
+    return;
+  }
   Carver counter(nullptr);
-  carve_activations(cfg, N, rows, dtype, counter, *this);
+  carve_activations(cfg, N, rows, dtype, checkpoint_blocks, counter, *this);
   arena_ = Buffer<float>();  // free the old arena before allocating the larger one
   arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker);
   Carver carver(arena_.data());
-  carve_activations(cfg, N, rows, dtype, carver, *this);
+  carve_activations(cfg, N, rows, dtype, checkpoint_blocks, carver, *this);
   capacity_ = N;
   dtype_ = dtype;
+  checkpoint_blocks_ = checkpoint_blocks;
 }
 
 void GradScratch::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker, DType dtype) {

@@ -56,8 +56,10 @@ int64_t classifier_chunk_rows(int64_t N, int64_t Vp);
 
 // The layouts Activations::reserve and GradScratch::reserve allocate for N rows (same carving code,
 // run without memory), so an estimate from them is what training allocates.
+// checkpoint_blocks: one set of per-layer views shared by all layers (valid for the block that ran
+// last), and only each layer's residual3 kept per layer (KernelChoices::checkpoint_blocks).
 ArenaLayout activation_layout(const ModelConfig& config, int64_t N, int64_t chunk_rows = 0,
-                              DType dtype = DType::kF32);
+                              DType dtype = DType::kF32, bool checkpoint_blocks = false);
 ArenaLayout grad_scratch_layout(const ModelConfig& config, int64_t N, DType dtype = DType::kF32);
 
 class Activations {
@@ -66,7 +68,7 @@ class Activations {
   // classifier chunk or the dtype changes). chunk_rows: rows per classifier chunk, 0 =
   // classifier_chunk_rows. dtype: the activation dtype (the TypedPtr views).
   void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker, int64_t chunk_rows = 0,
-               DType dtype = DType::kF32);
+               DType dtype = DType::kF32, bool checkpoint_blocks = false);
   int64_t capacity() const { return capacity_; }
 
   float* encoded = nullptr;              // (N, C)  wte[inp] + wpe[t]
@@ -94,6 +96,7 @@ class Activations {
   Buffer<float> arena_;
   int64_t capacity_ = 0;
   DType dtype_ = DType::kF32;
+  bool checkpoint_blocks_ = false;
 };
 
 // Scratch gradients of the backward pass (activation grads; parameter grads live in GPT's arena).

@@ -103,15 +103,81 @@ const float* GPT::logits() const {
   return full_logits_.data();
 }
 
+// Block l's forward from its input x (the embedding or block l-1's residual3) into a.layers[l];
+// ln1_done: a.ln and layer l's ln1 statistics already hold ln1(x) (the previous block's fused
+// residual + LayerNorm wrote them). Run by forward for every block and, with block checkpointing,
+// by backward again just before the block's backward (for_backward: only as far as the backward
+// reads, up to the fc matmul).
+// fused: each residual add runs in one pass with the LayerNorm it feeds (ln2; the next block's
+// ln1, or lnf), so a.ln already holds ln1(x) when a block starts (except the first).
+// (16-bit runs keep the residual add and the LayerNorm apart: the fused kernel writes float32.)
+void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool for_backward) {
+  const int B = B_, T = T_;
+  const int64_t N = static_cast<int64_t>(B) * T;
+  const int C = config_.n_embd, NH = config_.n_head;
+  const GeluKind gelu = config_.gelu_kind();
+  const float p = dropout_p_;
+  const bool drop = p > 0.0f;
+  const bool fuse_res_ln = choices_.fused && dtype_ == DType::kF32;
+  const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
+  Activations& a = acts_;
+  const BlockWeights& bw = w_.h[l];
+  LayerActivations& la = a.layers[l];
+  if (!ln1_done) {
+    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
+  }
+  ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
+  if (choices_.naive_attention) {
+    ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B,
+                                T, C, NH, p, site_seed(l, kSiteAttnProbs));
+  } else {
+    ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+  }
+  ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw), bw.attprojb, N, C, C);
+  const float* attn_out = a.branch;
+  if (drop) {
+    ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
+    attn_out = a.branch_drop;
+  }
+  if (fuse_res_ln) {
+    ops.residual_layernorm_forward(la.residual2, a.ln.f32(), la.ln2_mean, la.ln2_rstd, x, attn_out,
+                                   bw.ln2w, bw.ln2b, N, C);
+  } else {
+    ops.residual_forward(la.residual2, x, attn_out, N * C);
+    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
+  }
+  ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
+  // The backward needs no more: GELU it recomputes itself, the MLP's output and residual3 (kept)
+  // it does not read; and the fused tail would overwrite the shared ln1 statistics.
+  if (for_backward) return;
+  ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
+  ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw), bw.fcprojb, N, 4 * C, C);
+  const float* mlp_out = a.branch;
+  if (drop) {
+    ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
+    mlp_out = a.branch_drop;
+  }
+  if (!fuse_res_ln) {
+    ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
+  } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
+    LayerActivations& next = a.layers[l + 1];
+    ops.residual_layernorm_forward(la.residual3, a.ln.f32(), next.ln1_mean, next.ln1_rstd,
+                                   la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N,
+                                   C);
+  } else {  // residual3 -> lnf
+    ops.residual_layernorm_forward(la.residual3, a.lnf.f32(), a.lnf_mean, a.lnf_rstd, la.residual2,
+                                   mlp_out, w_.lnfw, w_.lnfb, N, C);
+  }
+}
+
 float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, int B, int T,
                    bool training, uint64_t dropout_seed, float grad_scale) {
   CHECK(B >= 1 && T >= 1 && T <= config_.block_size,
         "GPT::forward: B = {}, T = {}; expected B >= 1 and 1 <= T <= block_size ({})", B, T,
         config_.block_size);
   const int64_t N = static_cast<int64_t>(B) * T;
-  const int C = config_.n_embd, NH = config_.n_head, V = config_.vocab_size;
+  const int C = config_.n_embd, V = config_.vocab_size;
   const int Vp = config_.padded_vocab_size();
-  const GeluKind gelu = config_.gelu_kind();
   check_tokens(inputs, N, false, "inputs");
   if (targets) check_tokens(targets, N, true, "targets");
   // fused=False: the classifier in one pass over all N rows, the (N, Vp) logits materialized.
@@ -119,7 +185,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   CHECK(!choices_.naive_attention || dtype_ == DType::kF32,
         "attention = 'naive' runs in float32 only (dtype {}): use --attention=flash or "
         "--dtype=float32", dtype_name(dtype_));
-  acts_.reserve(config_, N, tracker_, chunk, dtype_);
+  acts_.reserve(config_, N, tracker_, chunk, dtype_, choices_.checkpoint_blocks);
   refresh_lowp_weights(ctx);
   inputs_.assign(inputs, inputs + N);
   B_ = B, T_ = T;
@@ -129,7 +195,6 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   const bool drop = p > 0.0f;
   Activations& a = acts_;
   Backend ops(ctx, profile_);
-  const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
   const int64_t att_all = naive_attention_floats(config_, B, T);
   if (choices_.naive_attention && naive_att_.size() < static_cast<size_t>(att_all)) {
     naive_att_ = Buffer<float>();
@@ -142,56 +207,10 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
     ops.dropout_forward(a.encoded_drop, a.encoded, N * C, p, site_seed(-1, kSiteEmbedding));
     x = a.encoded_drop;
   }
-  // fused: each residual add runs in one pass with the LayerNorm it feeds (ln2; the next block's
-  // ln1, or lnf), so a.ln already holds ln1(x) when a block starts (except the first).
-  // (16-bit runs keep the residual add and the LayerNorm apart: the fused kernel writes float32.)
   const bool fuse_res_ln = choices_.fused && dtype_ == DType::kF32;
   for (int l = 0; l < config_.n_layer; ++l) {
-    const BlockWeights& bw = w_.h[l];
-    LayerActivations& la = a.layers[l];
-    if (l == 0 || !fuse_res_ln) {
-      ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
-    }
-    ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
-    if (choices_.naive_attention) {
-      ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B,
-                                  T, C, NH, p, site_seed(l, kSiteAttnProbs));
-    } else {
-      ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
-    }
-    ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw), bw.attprojb, N, C, C);
-    const float* attn_out = a.branch;
-    if (drop) {
-      ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
-      attn_out = a.branch_drop;
-    }
-    if (fuse_res_ln) {
-      ops.residual_layernorm_forward(la.residual2, a.ln.f32(), la.ln2_mean, la.ln2_rstd, x, attn_out,
-                                     bw.ln2w, bw.ln2b, N, C);
-    } else {
-      ops.residual_forward(la.residual2, x, attn_out, N * C);
-      ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
-    }
-    ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
-    ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
-    ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw), bw.fcprojb, N, 4 * C, C);
-    const float* mlp_out = a.branch;
-    if (drop) {
-      ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
-      mlp_out = a.branch_drop;
-    }
-    x = la.residual3;
-    if (!fuse_res_ln) {
-      ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
-    } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
-      LayerActivations& next = a.layers[l + 1];
-      ops.residual_layernorm_forward(la.residual3, a.ln.f32(), next.ln1_mean, next.ln1_rstd,
-                                     la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N,
-                                     C);
-    } else {  // residual3 -> lnf
-      ops.residual_layernorm_forward(la.residual3, a.lnf.f32(), a.lnf_mean, a.lnf_rstd, la.residual2,
-                                     mlp_out, w_.lnfw, w_.lnfb, N, C);
-    }
+    forward_block(ops, l, x, /*ln1_done=*/l > 0 && fuse_res_ln, /*for_backward=*/false);
+    x = a.layers[l].residual3;
   }
   if (!fuse_res_ln || config_.n_layer == 0) {
     ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, w_.lnfw, w_.lnfb, N, C);
@@ -269,6 +288,11 @@ void GPT::backward(KernelContext& ctx) {
     BlockWeights& bg = g_.h[l];
     LayerActivations& la = a.layers[l];
     const float* x = l > 0 ? a.layers[l - 1].residual3 : (drop ? a.encoded_drop : a.encoded);
+    // Block checkpointing: the views of la are shared by all blocks; fill them again with this
+    // block's forward (same code, same input, same dropout masks: the same values).
+    if (choices_.checkpoint_blocks) {
+      forward_block(ops, l, x, /*ln1_done=*/false, /*for_backward=*/true);
+    }
 
     const float* dmlp_out = s.dresidual;
     if (drop) {

@@ -22,6 +22,8 @@
 
 namespace nanogpt {
 
+class Backend;
+
 class GPT {
  public:
   // config is validated. tracker (nullable) is charged for params, grads and activations.
@@ -109,6 +111,8 @@ class GPT {
   ConstTypedPtr lowp(const float* w) const;
   void refresh_lowp_weights(KernelContext& ctx);
   uint64_t site_seed(int layer, int site) const;
+  // Block l's forward from x into acts_.layers[l] (see gpt.cpp).
+  void forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool for_backward);
 
   ModelConfig config_;
   ParamTable table_;

@@ -1,6 +1,6 @@
 // KernelChoices: which implementation of an op family the model runs, for a run's speed and memory
 // only (every choice computes the same function; tests hold them to the same references). Set from
-// the `attention` and `fused` training keys (train/train_config.h says what each one selects).
+// the `attention`, `fused` and `activation_checkpointing` training keys (train/train_config.h says what each one selects).
 #pragma once
 
 namespace nanogpt {
@@ -13,6 +13,11 @@ struct KernelChoices {
   // row chunks fused with its backward. false: the unfused paths (residual_forward then
   // layernorm_forward; the classifier over all rows at once, the (B*T, Vp) logits materialized).
   bool fused = true;
+  // true: activation checkpointing by block. The forward keeps each block's output (the residual
+  // stream, N x C floats per layer) and nothing else per layer; the backward runs each block's
+  // forward again, from its kept input, just before that block's backward. About a third more
+  // compute for an activation memory that no longer grows with 10 C per row per layer.
+  bool checkpoint_blocks = false;
 };
 
 }  // namespace nanogpt

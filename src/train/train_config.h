@@ -36,6 +36,7 @@ struct TrainConfig {
   std::string dtype = "float32";
   std::string attention = "flash";
   bool fused = true;
+  bool activation_checkpointing = false;
   int64_t threads = 0;
   bool profile = false;
   // data-parallel (mpirun -np N)
@@ -86,6 +87,11 @@ struct TrainConfig {
       "unfused paths (separate residual add and LayerNorm; the classifier over all rows at once, "
       "the (B*T, vocab) logits materialized). Same results either way; LayerNorm/GELU recompute "
       "in the backward is on in both");
+    v("activation_checkpointing", activation_checkpointing,
+      "True: keep only each block's output in the forward and run each block's forward again "
+      "(up to its MLP's first matmul) just before its backward: activation memory of one block "
+      "plus the residual stream per layer, for about a quarter more compute (same results, bit "
+      "for bit); False (the default): keep what the backward reads for every block");
     v("threads", threads,
       "CPU threads per rank; 0 = all cores (under mpirun: the cores the rank is bound to, or the "
       "cores shared among the ranks of the host)");

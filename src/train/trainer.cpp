@@ -199,7 +199,8 @@ class TrainingRun {
     }
 
     model_ = std::make_unique<GPT>(config_.model, &tracker_);
-    model_->set_kernel_choices({config_.attention == "naive", config_.fused});
+    model_->set_kernel_choices(
+        {config_.attention == "naive", config_.fused, config_.activation_checkpointing});
     parse_dtype(config_.dtype, dtype_);  // validated above
     model_->set_dtype(dtype_);
     scaler_ = GradScaler(/*enabled=*/dtype_ == DType::kF16);

@@ -63,7 +63,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"big_vocab", {"--vocab_size=5000", "--batch_size=2"}},
                       Case{"zero1_one_rank", {"--zero_stage=1", "--n_embd=48", "--n_head=3"}},
                       Case{"naive_attention", {"--attention=naive", "--block_size=64"}},
-                      Case{"unfused_big_vocab", {"--fused=False", "--vocab_size=3000"}}),
+                      Case{"unfused_big_vocab", {"--fused=False", "--vocab_size=3000"}},
+                      Case{"checkpointing_deep",
+                           {"--activation_checkpointing=True", "--n_layer=4", "--dropout=0.1"}},
+                      Case{"checkpointing_bf16",
+                           {"--activation_checkpointing=True", "--dtype=bfloat16"}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {

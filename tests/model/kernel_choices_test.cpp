@@ -1,7 +1,9 @@
-// KernelChoices (the `attention` and `fused` keys) change how the model computes, never what:
+// KernelChoices (the `attention`, `fused` and `activation_checkpointing` keys) change how the model
+// computes, never what:
 // attention=naive and fused=False give the default path's loss and gradients (with dropout, so the
 // naive path's recomputed masks are covered), and the naive path holds its (L, B, NH, T, T)
-// probabilities in tracked memory.
+// probabilities in tracked memory; activation checkpointing gives the same gradients bit for bit
+// and keeps one block's activations.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -35,12 +37,15 @@ struct Result {
   std::vector<float> grads;
 };
 
-Result run(const KernelChoices& choices, MemoryTracker* tracker = nullptr) {
-  const ModelConfig c = small_config();
+Result run(const KernelChoices& choices, MemoryTracker* tracker = nullptr,
+           DType dtype = DType::kF32, int n_layer = 2) {
+  ModelConfig c = small_config();
+  c.n_layer = n_layer;
   KernelContext ctx;
   GPT model(c, tracker);
   model.init_weights(5);
   model.set_kernel_choices(choices);
+  model.set_dtype(dtype);
   const int B = 3, T = 37;  // T not a multiple of any tile
   Rng rng(9);
   std::vector<int> x(B * T), y(B * T);
@@ -69,6 +74,48 @@ TEST(KernelChoices, UnfusedMatchesFused) {
   const Result fused = run({});
   expect_same(run({.naive_attention = false, .fused = false}), fused);
   expect_same(run({.naive_attention = true, .fused = false}), fused);
+}
+
+// Block checkpointing recomputes each block's forward in the backward with the same code on the same
+// input and the same dropout masks: the gradients are the same bit for bit, on every path (fused
+// and unfused, flash and naive attention, float32 and bfloat16), with dropout on.
+TEST(KernelChoices, ActivationCheckpointingGivesBitIdenticalGradients) {
+  for (const bool fused : {true, false}) {
+    for (const bool naive : {false, true}) {
+      const Result kept = run({.naive_attention = naive, .fused = fused});
+      const Result recomputed =
+          run({.naive_attention = naive, .fused = fused, .checkpoint_blocks = true});
+      EXPECT_EQ(recomputed.loss, kept.loss) << "fused " << fused << " naive " << naive;
+      ASSERT_EQ(recomputed.grads.size(), kept.grads.size());
+      EXPECT_EQ(max_abs_diff(recomputed.grads.data(), kept.grads.data(),
+                             static_cast<int64_t>(kept.grads.size())),
+                0.0f)
+          << "fused " << fused << " naive " << naive;
+    }
+  }
+  const Result kept16 = run({}, nullptr, DType::kBF16);
+  const Result recomputed16 = run({.checkpoint_blocks = true}, nullptr, DType::kBF16);
+  EXPECT_EQ(recomputed16.loss, kept16.loss);
+  EXPECT_EQ(max_abs_diff(recomputed16.grads.data(), kept16.grads.data(),
+                         static_cast<int64_t>(kept16.grads.size())),
+            0.0f);
+}
+
+// It keeps one block's activations and each layer's residual stream: with 6 layers the arena
+// shrinks by 5 blocks' worth less 5 residual streams, exactly as activation_layout says.
+TEST(KernelChoices, ActivationCheckpointingKeepsOneBlock) {
+  MemoryTracker kept_mem, recomputed_mem;
+  run({}, &kept_mem, DType::kF32, 6);
+  run({.checkpoint_blocks = true}, &recomputed_mem, DType::kF32, 6);
+  ModelConfig c = small_config();
+  c.n_layer = 6;
+  const int64_t N = 3 * 37;
+  const int64_t saved = activation_layout(c, N).total_bytes -
+                        activation_layout(c, N, 0, DType::kF32, true).total_bytes;
+  // per block: 10 C floats per row, of which residual3 (C) stays; plus 2 x 2 statistics and lse
+  const int64_t C = c.n_embd;
+  EXPECT_GE(saved, 5 * N * 9 * C * 4);
+  EXPECT_EQ(kept_mem.peak_bytes() - recomputed_mem.peak_bytes(), saved);
 }
 
 TEST(KernelChoices, NaiveAttentionHoldsTheProbabilities) {
