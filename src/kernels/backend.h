@@ -141,6 +141,12 @@ class Backend {
     Scope s(profile_, OpClass::kNorm, 8.0 * N * C, double(N) * C * (4 + dtype_size(out.dtype)));
     cpu::layernorm_forward(ctx_, out, mean, rstd, inp, weight, bias, N, C);
   }
+  void residual_layernorm_forward(float* res, TypedPtr out, float* mean, float* rstd,
+                                  const float* a, const float* b, const float* weight,
+                                  const float* bias, int64_t N, int C) {
+    Scope s(profile_, OpClass::kNorm, 9.0 * N * C, double(N) * C * (12 + dtype_size(out.dtype)));
+    cpu::residual_layernorm_forward(ctx_, res, out, mean, rstd, a, b, weight, bias, N, C);
+  }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int64_t N, int C) {

@@ -109,8 +109,8 @@ const float* GPT::logits() const {
 // by backward again just before the block's backward (for_backward: only as far as the backward
 // reads, up to the fc matmul).
 // fused: each residual add runs in one pass with the LayerNorm it feeds (ln2; the next block's
-// ln1, or lnf), so a.ln already holds ln1(x) when a block starts (except the first).
-// (16-bit runs keep the residual add and the LayerNorm apart: the fused kernel writes float32.)
+// ln1, or lnf), so a.ln already holds ln1(x) when a block starts (except the first). The
+// residual stream stays float32; the LayerNorm output is in the activation dtype.
 void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool for_backward) {
   const int B = B_, T = T_;
   const int64_t N = static_cast<int64_t>(B) * T;
@@ -118,7 +118,7 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   const GeluKind gelu = config_.gelu_kind();
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
-  const bool fuse_res_ln = choices_.fused && dtype_ == DType::kF32;
+  const bool fuse_res_ln = choices_.fused;
   const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
   Activations& a = acts_;
   const BlockWeights& bw = w_.h[l];
@@ -140,7 +140,7 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     attn_out = a.branch_drop;
   }
   if (fuse_res_ln) {
-    ops.residual_layernorm_forward(la.residual2, a.ln.f32(), la.ln2_mean, la.ln2_rstd, x, attn_out,
+    ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
                                    bw.ln2w, bw.ln2b, N, C);
   } else {
     ops.residual_forward(la.residual2, x, attn_out, N * C);
@@ -161,11 +161,11 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
   } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
     LayerActivations& next = a.layers[l + 1];
-    ops.residual_layernorm_forward(la.residual3, a.ln.f32(), next.ln1_mean, next.ln1_rstd,
+    ops.residual_layernorm_forward(la.residual3, a.ln, next.ln1_mean, next.ln1_rstd,
                                    la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N,
                                    C);
   } else {  // residual3 -> lnf
-    ops.residual_layernorm_forward(la.residual3, a.lnf.f32(), a.lnf_mean, a.lnf_rstd, la.residual2,
+    ops.residual_layernorm_forward(la.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, la.residual2,
                                    mlp_out, w_.lnfw, w_.lnfb, N, C);
   }
 }
@@ -207,7 +207,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
     ops.dropout_forward(a.encoded_drop, a.encoded, N * C, p, site_seed(-1, kSiteEmbedding));
     x = a.encoded_drop;
   }
-  const bool fuse_res_ln = choices_.fused && dtype_ == DType::kF32;
+  const bool fuse_res_ln = choices_.fused;
   for (int l = 0; l < config_.n_layer; ++l) {
     forward_block(ops, l, x, /*ln1_done=*/l > 0 && fuse_res_ln, /*for_backward=*/false);
     x = a.layers[l].residual3;

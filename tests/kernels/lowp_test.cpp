@@ -265,6 +265,41 @@ TEST_P(LowpOpsTest, LayerNormForwardAndBackward) {
   expect_within(di, di_w, 0.0, "dinp equals the float32 kernel on widened dout");
 }
 
+// fused=True in 16-bit runs: the residual add (float32) and the LayerNorm with a 16-bit output in
+// one pass equal residual_forward then the 16-bit layernorm_forward bit for bit (the same float
+// row, rounded once), and the ref composition within the rounding tolerance.
+TEST_P(LowpOpsTest, ResidualLayerNormFusedEqualsUnfused) {
+  const DType t = GetParam();
+  KernelContext ctx;
+  const int N = 37, C = 96;
+  const auto a = random_normal(size_t(N) * C, 8, 2.0f), b = random_normal(size_t(N) * C, 9);
+  const auto w = random_normal(C, 2), bi = random_normal(C, 3);
+  for (const float* bias : {bi.data(), static_cast<const float*>(nullptr)}) {
+    std::vector<float> res(size_t(N) * C), m(N), r(N), res_u(res.size()), m_u(N), r_u(N);
+    Lowp out(std::vector<float>(res.size()), t), out_u(std::vector<float>(res.size()), t);
+    cpu::residual_layernorm_forward(ctx, res.data(), out.ptr(), m.data(), r.data(), a.data(),
+                                    b.data(), w.data(), bias, N, C);
+    cpu::residual_forward(res_u.data(), a.data(), b.data(), int64_t{N} * C);
+    cpu::layernorm_forward(ctx, out_u.ptr(), m_u.data(), r_u.data(), res_u.data(), w.data(), bias,
+                           N, C);
+    EXPECT_EQ(res, res_u);
+    EXPECT_EQ(out.bits, out_u.bits);
+    EXPECT_EQ(m, m_u);
+    EXPECT_EQ(r, r_u);
+    // Against the definition: ref residual add, ref LayerNorm in float32, rounded once.
+    std::vector<float> res_r(res.size()), o32_r(res.size()), o32(res.size()), m_r(N), r_r(N);
+    ref::residual_forward(res_r.data(), a.data(), b.data(), int64_t{N} * C);
+    ref::layernorm_forward(o32_r.data(), m_r.data(), r_r.data(), res_r.data(), w.data(), bias, N,
+                           C);
+    cpu::layernorm_forward(o32.data(), m_u.data(), r_u.data(), res.data(), w.data(), bias, N, C);
+    EXPECT_EQ(res, res_r);
+    expect_float_agreement(o32, o32_r, t, "fused layernorm");
+    EXPECT_EQ(out.bits, Lowp(o32, t).bits) << "the fused output is its float32 row rounded once";
+    Lowp out_r(o32_r, t);
+    expect_within(out.values(), out_r.values(), rounded_tolerance(o32, o32_r, t), "fused out");
+  }
+}
+
 TEST_P(LowpOpsTest, GeluForwardAndBackward) {
   const DType t = GetParam();
   KernelContext ctx;

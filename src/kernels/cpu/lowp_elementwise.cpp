@@ -1,8 +1,10 @@
-// Low-precision LayerNorm and GELU (ops_lowp.h): each widens a block of its 16-bit inputs to
-// float, runs the float32 kernel on the block (inside the parallel loop, so that call runs on one
-// thread; blocks of ~64K elements keep the cost of those nested regions negligible) and narrows
-// the result. The LayerNorm backward, whose dweight/dbias reduction must not
-// be split across threads, widens dout in chunks of rows into the context's scratch instead.
+// Low-precision LayerNorm and GELU (ops_lowp.h). LayerNorm works row by row with the float32
+// kernels' row code (layernorm_impl.h): the forward (also fused with the float32 residual add)
+// rounds each float row once into its 16-bit output; the backward widens one dout row at a time,
+// so it computes exactly the float32 kernel on the widened dout. GELU widens a block of its 16-bit
+// inputs to float, runs the float32 kernel on the block (inside the parallel loop, so that call
+// runs on one thread; blocks of ~64K elements keep the cost of those nested regions negligible) and
+// narrows the result.
 #include <omp.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/layernorm_impl.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt::cpu {
@@ -21,34 +24,50 @@ constexpr int64_t kBlock = int64_t{1} << 16;  // elements per block of the widen
 void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int64_t N, int C) {
   if (float* o = out.f32()) return layernorm_forward(o, mean, rstd, inp, weight, bias, N, C);
-  const int64_t rows = std::max<int64_t>(1, kBlock / C);  // rows per block
-  const int64_t blocks = (N + rows - 1) / rows;
 #pragma omp parallel
   {
-    std::vector<float> tmp(static_cast<size_t>(rows * C));  // (rows, C)
+    std::vector<float> row(static_cast<size_t>(C));  // one normalized row before rounding
 #pragma omp for schedule(static)
-    for (int64_t k = 0; k < blocks; ++k) {
-      const int64_t n0 = k * rows, m = std::min(rows, N - n0);
-      layernorm_forward(tmp.data(), mean + n0, rstd + n0, inp + n0 * C, weight, bias, m, C);
-      narrow(out.at(n0 * C), tmp.data(), m * C);
+    for (int64_t n = 0; n < N; ++n) {
+      layernorm_row(row.data(), mean + n, rstd + n, inp + n * C, weight, bias, C);
+      narrow(out.at(n * C), row.data(), C);
     }
   }
 }
 
-void layernorm_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+void residual_layernorm_forward(KernelContext&, float* res, TypedPtr out, float* mean, float* rstd,
+                                const float* a, const float* b, const float* weight,
+                                const float* bias, int64_t N, int C) {
+  if (float* o = out.f32()) {
+    return residual_layernorm_forward(res, o, mean, rstd, a, b, weight, bias, N, C);
+  }
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(C));  // one normalized row before rounding
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      float* r = res + n * C;  // (C) float32 residual stream
+#pragma omp simd
+      for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
+      layernorm_row(row.data(), mean + n, rstd + n, r, weight, bias, C);
+      narrow(out.at(n * C), row.data(), C);
+    }
+  }
+}
+
+void layernorm_backward(KernelContext&, float* dinp, float* dweight, float* dbias,
                         ConstTypedPtr dout, const float* inp, const float* weight,
                         const float* mean, const float* rstd, int64_t N, int C) {
   if (const float* d = dout.f32()) {
     return layernorm_backward(dinp, dweight, dbias, d, inp, weight, mean, rstd, N, C);
   }
-  const int64_t rows = std::max<int64_t>(64, (int64_t{1} << 20) / C);  // about 4 MB of floats
-  for (int64_t n0 = 0; n0 < N; n0 += rows) {
-    const int64_t m = std::min(rows, N - n0);
-    float* d = ctx.impl().scratch_f32(1, static_cast<size_t>(m * C));  // (m, C)
-    convert(d, dout.at(n0 * C), m * C);
-    layernorm_backward(dinp ? dinp + n0 * C : nullptr, dweight, dbias, d, inp + n0 * C, weight,
-                       mean + n0, rstd + n0, m, C);
-  }
+  layernorm_backward_rows(
+      dinp, dweight, dbias,
+      [dout, C](int64_t n, float* buf) {
+        widen(buf, dout.at(n * C), C);
+        return static_cast<const float*>(buf);
+      },
+      inp, weight, mean, rstd, N, C);
 }
 
 void gelu_forward(KernelContext&, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
