@@ -139,7 +139,51 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LayerNormTest,
                          ::testing::Values(std::make_tuple(1, 48, true),
                                            std::make_tuple(37, 48, false),
                                            std::make_tuple(64, 768, true),
-                                           std::make_tuple(13, 33, true)));
+                                           std::make_tuple(13, 33, true),
+                                           // above kernels/cpu's parallel threshold (parallel.h)
+                                           std::make_tuple(1100, 128, true)));
+
+// Small calls run on the calling thread, large ones in parallel (kernels/cpu/parallel.h): the rows
+// (and the backward's dinp rows) must not depend on that. One call over 1100 rows (parallel) equals
+// eleven calls over 100 rows (each below the threshold) bit for bit.
+TEST(LayerNormParallelTest, OneLargeCallEqualsSmallCallsBitForBit) {
+  const int N = 1100, C = 128, R = 100;
+  const auto a = random_normal(size_t(N) * C, 21, 2.0f), b = random_normal(size_t(N) * C, 22);
+  const auto w = random_normal(C, 23), bi = random_normal(C, 24), dout = random_normal(a.size(), 25);
+  std::vector<float> res(a.size()), out(a.size()), mean(N), rstd(N), dinp(a.size(), 0.5f);
+  std::vector<float> res_s(a.size()), out_s(a.size()), mean_s(N), rstd_s(N), dinp_s(a.size(), 0.5f);
+  std::vector<float> dw(C), db(C), dw_s(C), db_s(C);
+  cpu::residual_layernorm_forward(res.data(), out.data(), mean.data(), rstd.data(), a.data(),
+                                  b.data(), w.data(), bi.data(), N, C);
+  cpu::layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), res.data(), w.data(),
+                          mean.data(), rstd.data(), N, C);
+  for (int n0 = 0; n0 < N; n0 += R) {
+    const size_t o = size_t(n0) * C;
+    cpu::residual_layernorm_forward(res_s.data() + o, out_s.data() + o, mean_s.data() + n0,
+                                    rstd_s.data() + n0, a.data() + o, b.data() + o, w.data(),
+                                    bi.data(), R, C);
+    cpu::layernorm_backward(dinp_s.data() + o, dw_s.data(), db_s.data(), dout.data() + o,
+                            res_s.data() + o, w.data(), mean_s.data() + n0, rstd_s.data() + n0, R,
+                            C);
+  }
+  EXPECT_EQ(res, res_s);
+  EXPECT_EQ(out, out_s);
+  EXPECT_EQ(mean, mean_s);
+  EXPECT_EQ(rstd, rstd_s);
+  EXPECT_EQ(dinp, dinp_s);
+  // dweight/dbias: the same sums in another order (column sums over N rows).
+  for (int c = 0; c < C; ++c) {
+    double sw = 0, sb = 0;
+    for (int n = 0; n < N; ++n) {
+      const size_t i = size_t(n) * C + c;
+      sw += std::fabs(dout[i] * (res[i] - mean[n]) * rstd[n]);
+      sb += std::fabs(dout[i]);
+    }
+    const double rn = 4 * std::sqrt(static_cast<double>(N)) * kEps;
+    EXPECT_NEAR(dw[c], dw_s[c], rn * sw + 1e-30) << c;
+    EXPECT_NEAR(db[c], db_s[c], rn * sb + 1e-30) << c;
+  }
+}
 
 }  // namespace
 }  // namespace nanogpt

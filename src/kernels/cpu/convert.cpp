@@ -3,6 +3,7 @@
 // hardware conversions (AVX-512F 16 lanes, else F16C 8 lanes), with the scalar forms of
 // core/float16.h for tails and for builds without F16C.
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/parallel.h"
 
 #include <immintrin.h>
 
@@ -108,7 +109,7 @@ void narrow_add(TypedPtr dst, const float* src, int64_t n) {
 void convert(TypedPtr dst, ConstTypedPtr src, int64_t n) {
   CHECK(n >= 0, "convert: n = {} must be >= 0", n);
   const int64_t blocks = (n + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(n))
   for (int64_t k = 0; k < blocks; ++k) {
     const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, n - i0);
     if (src.dtype == DType::kF32) {
@@ -129,7 +130,7 @@ namespace nanogpt::cpu {
 
 void convert_add(TypedPtr dst, const float* src, int64_t n) {
   const int64_t blocks = (n + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(n))
   for (int64_t k = 0; k < blocks; ++k) {
     const int64_t i0 = k * kConvertBlock;
     narrow_add(dst.at(i0), src + i0, std::min(kConvertBlock, n - i0));

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/vec_math.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/ops.h"
 
 namespace nanogpt::cpu {
@@ -38,7 +39,7 @@ float row_lse(const float* x, int V) {
 void crossentropy_forward(float* losses, const float* logits, const int* targets, int64_t N, int V,
                           int Vp) {
   check_targets(targets, N, V);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(N * Vp))
   for (int64_t n = 0; n < N; ++n) {
     const float* x = logits + n * Vp;  // (Vp)
     losses[n] = targets[n] < 0 ? 0.0f : row_lse(x, V) - x[targets[n]];
@@ -48,7 +49,7 @@ void crossentropy_forward(float* losses, const float* logits, const int* targets
 void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
                                    const int* targets, float dloss, int64_t N, int V, int Vp) {
   check_targets(targets, N, V);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(2 * N * Vp))
   for (int64_t n = 0; n < N; ++n) {
     const float* x = logits + n * Vp;  // (Vp), may alias d
     float* d = dlogits + n * Vp;       // (Vp)

@@ -5,12 +5,13 @@
 #include <algorithm>
 
 #include "kernels/ops.h"
+#include "kernels/cpu/parallel.h"
 
 namespace nanogpt::cpu {
 
 void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
                      int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(int64_t{3} * B * T * C))
   for (int64_t bt = 0; bt < static_cast<int64_t>(B) * T; ++bt) {
     float* o = out + bt * C;                                   // (C)
     const float* e = wte + static_cast<int64_t>(inp[bt]) * C;  // (C)
@@ -22,7 +23,7 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T,
                       int C) {
-#pragma omp parallel
+#pragma omp parallel if (worth_parallel(int64_t{4} * B * T * C))
   {
     // Channel slice [c0, c1) of this thread, a multiple of 16 floats wide.
     const int nt = omp_get_num_threads(), tid = omp_get_thread_num();

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cpu/layernorm_impl.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/ops.h"
 
 namespace nanogpt::cpu {
@@ -33,7 +34,7 @@ void layernorm_row(float* o, float* mean, float* rstd, const float* x, const flo
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int64_t N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(2 * N * C))
   for (int64_t n = 0; n < N; ++n) {
     layernorm_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
   }
@@ -44,7 +45,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
                                 const float* b, const float* weight, const float* bias, int64_t N,
                                 int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallel(4 * N * C))
   for (int64_t n = 0; n < N; ++n) {
     float* r = res + n * C;
 #pragma omp simd

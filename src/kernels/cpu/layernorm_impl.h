@@ -10,8 +10,11 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "kernels/cpu/parallel.h"
 
 namespace nanogpt::cpu {
 
@@ -21,27 +24,29 @@ void layernorm_row(float* o, float* mean, float* rstd, const float* x, const flo
 
 // dinp (N, C, nullable) += d inp; dweight, dbias (C, nullable) += their grads. dout_row(n, buf)
 // returns row n of dout as C floats (a pointer into dout, or buf (C) filled with its widened row).
-// dweight/dbias are reduced through per-thread partial rows summed in thread order (deterministic
-// for a fixed thread count).
+// dweight/dbias are reduced through per-part partial rows summed in part order (deterministic for a
+// fixed thread count, whether or not the parts run in parallel).
 template <class DoutRow>
 void layernorm_backward_rows(float* dinp, float* dweight, float* dbias, DoutRow dout_row,
                              const float* inp, const float* weight, const float* mean,
                              const float* rstd, int64_t N, int C) {
-  const int max_threads = omp_get_max_threads();
-  // partial (threads, 2, C): each thread's dweight and dbias sums.
-  std::vector<float> partial(static_cast<size_t>(max_threads) * 2 * C, 0.0f);
-  int used_threads = 1;
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num();
-#pragma omp single
-    used_threads = omp_get_num_threads();
-    float* pw = partial.data() + static_cast<size_t>(tid) * 2 * C;  // (C)
-    float* pb = pw + C;                                             // (C)
-    std::vector<float> buf(static_cast<size_t>(C));                 // a widened dout row
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      const float* x = inp + n * C;            // (C)
+  // The rows are cut into one static part per available thread (as OpenMP's static schedule cuts
+  // them), each part summing its own dweight/dbias partial; the partials are added in part order.
+  // The partition depends only on the thread count, not on whether the parts run in parallel
+  // (small calls run them on the calling thread: parallel.h).
+  const int parts = std::max(1, omp_get_max_threads());
+  // partial (parts, 2, C): each part's dweight and dbias sums.
+  std::vector<float> partial(static_cast<size_t>(parts) * 2 * C, 0.0f);
+#pragma omp parallel for schedule(static, 1) num_threads(parts) \
+    if (worth_parallel(int64_t{4} * N * C))
+  for (int p = 0; p < parts; ++p) {
+    const int64_t q = N / parts, r = N % parts;
+    const int64_t n0 = p * q + std::min<int64_t>(p, r), n1 = n0 + q + (p < r ? 1 : 0);
+    float* pw = partial.data() + static_cast<size_t>(p) * 2 * C;  // (C)
+    float* pb = pw + C;                                           // (C)
+    std::vector<float> buf(static_cast<size_t>(C));               // a widened dout row
+    for (int64_t n = n0; n < n1; ++n) {
+      const float* x = inp + n * C;              // (C)
       const float* d = dout_row(n, buf.data());  // (C)
       const float m = mean[n], s = rstd[n];
       float g_sum = 0, gx_sum = 0;
@@ -65,8 +70,8 @@ void layernorm_backward_rows(float* dinp, float* dweight, float* dbias, DoutRow 
       }
     }
   }
-  for (int t = 0; t < used_threads; ++t) {
-    const float* pw = partial.data() + static_cast<size_t>(t) * 2 * C;
+  for (int p = 0; p < parts; ++p) {
+    const float* pw = partial.data() + static_cast<size_t>(p) * 2 * C;
     if (dweight) {
 #pragma omp simd
       for (int c = 0; c < C; ++c) dweight[c] += pw[c];

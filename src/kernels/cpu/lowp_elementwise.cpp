@@ -13,6 +13,7 @@
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/layernorm_impl.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt::cpu {
@@ -24,7 +25,7 @@ constexpr int64_t kBlock = int64_t{1} << 16;  // elements per block of the widen
 void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int64_t N, int C) {
   if (float* o = out.f32()) return layernorm_forward(o, mean, rstd, inp, weight, bias, N, C);
-#pragma omp parallel
+#pragma omp parallel if (worth_parallel(2 * N * C))
   {
     std::vector<float> row(static_cast<size_t>(C));  // one normalized row before rounding
 #pragma omp for schedule(static)
@@ -41,7 +42,7 @@ void residual_layernorm_forward(KernelContext&, float* res, TypedPtr out, float*
   if (float* o = out.f32()) {
     return residual_layernorm_forward(res, o, mean, rstd, a, b, weight, bias, N, C);
   }
-#pragma omp parallel
+#pragma omp parallel if (worth_parallel(4 * N * C))
   {
     std::vector<float> row(static_cast<size_t>(C));  // one normalized row before rounding
 #pragma omp for schedule(static)

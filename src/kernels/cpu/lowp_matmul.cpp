@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt::cpu {
@@ -46,7 +47,7 @@ const float* float_rows(KernelContext::Impl& impl, int slot, ConstTypedPtr p, in
 
 // dbias (OC) += column sums of dout (N,OC) of any dtype: each thread sums a slice of columns.
 void column_sums_add(float* dbias, ConstTypedPtr dout, int64_t N, int OC) {
-#pragma omp parallel
+#pragma omp parallel if (worth_parallel(N * OC))
   {
     const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
     const int per = (OC + nt - 1) / nt;

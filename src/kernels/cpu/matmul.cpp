@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/context_impl.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/ops.h"
 
 namespace nanogpt::cpu {
@@ -129,8 +130,9 @@ void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbi
   }
   if (dbias) {
     // dbias (OC) += column sums of dout (N,OC): each thread sums a slice of columns, rows in
-    // chunks so its partial sums stay in cache.
-#pragma omp parallel
+    // chunks so its partial sums stay in cache (small ones on the calling thread: parallel.h; each
+    // column is summed in row order either way).
+#pragma omp parallel if (worth_parallel(N * OC))
     {
       const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
       const int per = (OC + nt - 1) / nt;
