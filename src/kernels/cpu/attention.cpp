@@ -50,7 +50,7 @@ Dims make_dims(int B, int T, int C, int NH, float p, uint64_t seed) {
 
 // dst (TP, HSP) = the T rows of src (row stride ld, HS wide), zero padded.
 void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
-  std::fill(dst, dst + static_cast<int64_t>(d.TP) * d.HSP, 0.0f);
+  if (d.T != d.TP || d.HS != d.HSP) std::fill(dst, dst + static_cast<int64_t>(d.TP) * d.HSP, 0.0f);
   for (int t = 0; t < d.T; ++t) std::copy(src + t * ld, src + t * ld + d.HS, dst + t * d.HSP);
 }
 
@@ -59,7 +59,7 @@ void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
 // a plain (HS, TP) transpose puts the rows a tile GEMM walks 4 KB apart at T 1024, all in the
 // same L1 sets, which halves the kernel's speed.
 void pack_transposed(float* dst, const float* src, int64_t ld, const Dims& d) {
-  std::fill(dst, dst + static_cast<int64_t>(d.HS) * d.TP, 0.0f);
+  if (d.T != d.TP) std::fill(dst, dst + static_cast<int64_t>(d.HS) * d.TP, 0.0f);
   for (int t = 0; t < d.T; ++t) {
     float* tile = dst + static_cast<int64_t>(t / kBk) * d.HS * kBk + t % kBk;
     for (int x = 0; x < d.HS; ++x) tile[x * kBk] = src[t * ld + x];
@@ -127,8 +127,10 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
   const int last_key = i0 + nq - 1;
   for (int j0 = 0; j0 <= last_key; j0 += kBk) {
     const int nk = std::min(kBk, last_key + 1 - j0);
-    // S (nq, kBk) = Q K^T
-    tile_gemm_set(s, kBk, q + i0 * ld, ld, 1, key_tile(kt, j0, d), kBk, nq, d.HS, kBk);
+    // S (nq, nk rounded up to 16) = Q K^T: the diagonal block needs only its first nk columns
+    // (the rest of each row is zeroed below before anything reads it).
+    tile_gemm_set(s, kBk, q + i0 * ld, ld, 1, key_tile(kt, j0, d), kBk, nq, d.HS,
+                  (nk + 15) / 16 * 16);
     for (int r = 0; r < nq; ++r) {
       const int t = i0 + r;
       const int nv = std::clamp(t - j0 + 1, 0, nk);  // causal: keys j0..t
