@@ -17,7 +17,8 @@ std::string estimate_help() {
          "what holds it (weights, grads, optimizer state, activations by kind, classifier,\n"
          "backward scratch) and the time per iteration at the machine's measured peak.\n"
          "--world_size=N: per rank of `mpirun -np N` (with zero_stage=1 the optimizer state is\n"
-         "sharded). --measure_peak=False skips the peak probe. Keys: see `nanogpt help train`.\n";
+         "sharded, and in bfloat16/float16 the float32 master weights too). --measure_peak=False\n"
+         "skips the peak probe. Keys: see `nanogpt help train`.\n";
 }
 
 int estimate_command(const Args& args) {

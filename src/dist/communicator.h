@@ -40,6 +40,8 @@ class Communicator {
                                   const std::vector<int64_t>& counts) = 0;
   // data: size() blocks as above; each rank's own block is sent to every rank, in place.
   virtual void all_gather(float* data, const std::vector<int64_t>& counts) = 0;
+  // The same for 16-bit values (bfloat16 / float16 weights: half the bytes of float32).
+  virtual void all_gather(uint16_t* data, const std::vector<int64_t>& counts) = 0;
   // `bytes` bytes from `root` to every rank.
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;
   virtual void barrier() = 0;

@@ -149,6 +149,15 @@ void MpiCommunicator::reduce_scatter_sum(const float* in, float* out,
 }
 
 void MpiCommunicator::all_gather(float* data, const std::vector<int64_t>& counts) {
+  all_gather(data, counts, MPI_FLOAT);
+}
+
+void MpiCommunicator::all_gather(uint16_t* data, const std::vector<int64_t>& counts) {
+  all_gather(data, counts, MPI_UINT16_T);
+}
+
+void MpiCommunicator::all_gather(void* data, const std::vector<int64_t>& counts,
+                                 MPI_Datatype type) {
   CHECK(static_cast<int>(counts.size()) == size_, "all_gather: {} counts for {} ranks",
         counts.size(), size_);
   std::vector<int> c(counts.size()), displs(counts.size());
@@ -159,8 +168,8 @@ void MpiCommunicator::all_gather(float* data, const std::vector<int64_t>& counts
     off += counts[r];
   }
   std::vector<MPI_Request> reqs(1);
-  check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, c.data(), displs.data(),
-                        MPI_FLOAT, MPI_COMM_WORLD, &reqs[0]),
+  check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, c.data(), displs.data(), type,
+                        MPI_COMM_WORLD, &reqs[0]),
         "all-gather");
   wait(reqs, "all-gather");
 }

@@ -32,6 +32,7 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter_sum(const float* in, float* out,
                           const std::vector<int64_t>& counts) override;
   void all_gather(float* data, const std::vector<int64_t>& counts) override;
+  void all_gather(uint16_t* data, const std::vector<int64_t>& counts) override;
   void broadcast(void* data, int64_t bytes, int root) override;
   void barrier() override;
   void abort_job(int exit_code) override;
@@ -43,6 +44,7 @@ class MpiCommunicator final : public Communicator {
   // Polls until every request is complete or the deadline passes (then throws).
   void wait(std::vector<MPI_Request>& requests, const char* what);
   void all_reduce(void* data, int64_t n, MPI_Datatype type, MPI_Op op, const char* what);
+  void all_gather(void* data, const std::vector<int64_t>& counts, MPI_Datatype type);
 
   int rank_ = 0, size_ = 1, local_size_ = 1;
   double timeout_s_;

@@ -20,6 +20,7 @@ class SingleProcessCommunicator final : public Communicator {
   void reduce_scatter_sum(const float* in, float* out,
                           const std::vector<int64_t>& counts) override;
   void all_gather(float*, const std::vector<int64_t>&) override {}
+  void all_gather(uint16_t*, const std::vector<int64_t>&) override {}
   void broadcast(void*, int64_t, int) override {}
   void barrier() override {}
   void abort_job(int) override {}

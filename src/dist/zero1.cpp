@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "model/init.h"
 #include "optim/grad_clip.h"
 
 namespace nanogpt {
@@ -31,7 +32,7 @@ std::vector<int64_t> zero1_shard_counts(int64_t numel, int world_size) {
 }
 
 Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,
-             MemoryTracker* tracker)
+             MemoryTracker* tracker, bool shard_masters)
     : comm_(comm), numel_(table.total_numel()) {
   counts_ = zero1_shard_counts(numel_, comm.size());
   int64_t at = 0;
@@ -40,10 +41,33 @@ Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& ta
       begin_ = at;
       end_ = at + counts_[r];
     }
+    fp32_counts_.push_back(table.fp32_read_count(at, at + counts_[r]));
     at += counts_[r];
   }
   optimizer_ = make_optimizer(config, table.slice(begin_, end_), tracker);
   shard_grads_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);
+  if (shard_masters) master_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);
+}
+
+void Zero1::init_masters(const ParamTable& table, uint64_t seed) {
+  CHECK(shards_masters(), "Zero1::init_masters: the master weights are not sharded");
+  init_weights_range(table, seed, begin_, end_, master_.data());
+}
+
+void Zero1::set_masters_from_whole(const float* whole) {
+  CHECK(shards_masters(), "Zero1::set_masters_from_whole: the master weights are not sharded");
+  std::copy(whole + begin_, whole + end_, master_.data());
+}
+
+void Zero1::publish_weights(GPT& model, KernelContext& ctx, double* comm_seconds) {
+  CHECK(shards_masters() && model.master_weights() == MasterWeights::kOutside,
+        "Zero1::publish_weights: needs sharded master weights and a model built with "
+        "MasterWeights::kOutside");
+  model.set_weights_range(ctx, master_.data(), begin_, end_);
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_.all_gather(model.lowp_weights().data(), counts_);
+  comm_.all_gather(model.fp32_read_weights().data(), fp32_counts_);
+  if (comm_seconds) *comm_seconds += seconds_since(t0);
 }
 
 double Zero1::reduce_gradients(const float* grads, double* comm_seconds) {
@@ -58,7 +82,7 @@ double Zero1::reduce_gradients(const float* grads, double* comm_seconds) {
   return std::sqrt(sum_sq);
 }
 
-void Zero1::step(float* params, double lr, double norm, double max_norm, double* comm_seconds) {
+void Zero1::clip_shard(double norm, double max_norm) {
   // clip_grad_norm's rule, with the norm of all shards.
   if (max_norm > 0 && std::isfinite(norm)) {
     const double scale = max_norm / (norm + 1e-6);
@@ -67,38 +91,57 @@ void Zero1::step(float* params, double lr, double norm, double max_norm, double*
       for (int64_t i = 0; i < end_ - begin_; ++i) shard_grads_[i] *= s;
     }
   }
+}
+
+void Zero1::step(float* params, double lr, double norm, double max_norm, double* comm_seconds) {
+  clip_shard(norm, max_norm);
   optimizer_->step(params + begin_, shard_grads_.data(), lr);
   const auto t0 = std::chrono::steady_clock::now();
   comm_.all_gather(params, counts_);
   *comm_seconds += seconds_since(t0);
 }
 
-void Zero1::gather_state(std::vector<std::pair<std::string, Buffer<float>>>* whole) {
-  whole->clear();
+void Zero1::step(GPT& model, KernelContext& ctx, double lr, double norm, double max_norm,
+                 double* comm_seconds) {
+  if (!shards_masters()) {
+    step(model.params().data(), lr, norm, max_norm, comm_seconds);
+    return;
+  }
+  clip_shard(norm, max_norm);
+  optimizer_->step(master_.data(), shard_grads_.data(), lr);
+  publish_weights(model, ctx, comm_seconds);
+}
+
+void Zero1::gather_to_root(const float* shard, float* whole) {
   Buffer<float> block;
-  for (const auto& t : optimizer_->state_tensors()) {
-    if (comm_.rank() == 0) whole->emplace_back(t.name, Buffer<float>(static_cast<size_t>(numel_)));
-    int64_t at = 0;
-    for (int r = 0; r < comm_.size(); ++r) {
-      // Rank r's shard goes to everyone (broadcast is in the interface); rank 0 keeps it.
-      block = Buffer<float>(static_cast<size_t>(counts_[r]));
-      if (r == comm_.rank()) std::copy(t.data, t.data + t.numel, block.data());
-      comm_.broadcast(block.data(), counts_[r] * static_cast<int64_t>(sizeof(float)), r);
-      if (comm_.rank() == 0) std::copy(block.data(), block.data() + counts_[r],
-                                       whole->back().second.data() + at);
-      at += counts_[r];
-    }
+  int64_t at = 0;
+  for (int r = 0; r < comm_.size(); ++r) {
+    // Rank r's shard goes to everyone (broadcast is in the interface); rank 0 keeps it.
+    block = Buffer<float>(static_cast<size_t>(counts_[r]));
+    if (r == comm_.rank()) std::copy(shard, shard + counts_[r], block.data());
+    comm_.broadcast(block.data(), counts_[r] * static_cast<int64_t>(sizeof(float)), r);
+    if (comm_.rank() == 0) std::copy(block.data(), block.data() + counts_[r], whole + at);
+    at += counts_[r];
   }
 }
 
-void Zero1::set_state_from_whole(const std::string& name, const float* whole) {
-  for (auto& t : optimizer_->state_tensors()) {
-    if (t.name == name) {
-      std::copy(whole + begin_, whole + end_, t.data);
-      return;
+void Zero1::gather_state(std::vector<std::pair<std::string, Buffer<float>>>* whole) {
+  whole->clear();
+  for (const auto& t : optimizer_->state_tensors()) {
+    float* out = nullptr;
+    if (comm_.rank() == 0) {
+      whole->emplace_back(t.name, Buffer<float>(static_cast<size_t>(numel_)));
+      out = whole->back().second.data();
     }
+    gather_to_root(t.data, out);
   }
-  fail("ZeRO-1: the optimizer has no state tensor named '{}'", name);
+}
+
+void Zero1::gather_masters(Buffer<float>* whole) {
+  CHECK(shards_masters(), "Zero1::gather_masters: the master weights are not sharded");
+  *whole = Buffer<float>();
+  if (comm_.rank() == 0) *whole = Buffer<float>(static_cast<size_t>(numel_));
+  gather_to_root(master_.data(), whole->data());
 }
 
 }  // namespace nanogpt

@@ -102,13 +102,25 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
                            static_cast<double>(config.gradient_accumulation_steps);
 
   // What GPT, the optimizer, Activations and GradScratch allocate (all live during backward).
+  DType dtype = DType::kF32;
+  parse_dtype(config.dtype, dtype);  // (validated with the config)
   const int64_t param_bytes = buffer_bytes(table.total_numel());
-  e.memory.push_back({"weights (float32)", param_bytes});
+  // ZeRO-1 (dist/zero1.h): this rank's optimizer state and summed gradients cover its shard only;
+  // in 16 bits its float32 master weights too (the trainer's shard_masters), the model keeping
+  // float32 copies of the tensors its kernels read in float32 (GPT with MasterWeights::kOutside).
+  const int64_t shard = zero1_shard_counts(table.total_numel(), world_size).front();
+  const bool shard_masters = config.zero_stage == 1 && dtype != DType::kF32;
+  if (shard_masters) {
+    e.memory.push_back(
+        {fmt::format("master weights (float32, shard of {})", world_size), buffer_bytes(shard)});
+    e.memory.push_back({"float32 weights read by the kernels (embeddings, LayerNorms, biases)",
+                        buffer_bytes(table.fp32_read_numel())});
+  } else {
+    e.memory.push_back({"weights (float32)", param_bytes});
+  }
   e.memory.push_back({"gradients (float32)", param_bytes});
   const int states = optimizer_state_tensor_count(config.optim);
   if (config.zero_stage == 1) {
-    // ZeRO-1 (dist/zero1.h): this rank's optimizer state and summed gradients cover its shard only.
-    const int64_t shard = zero1_shard_counts(table.total_numel(), world_size).front();
     e.memory.push_back(
         {fmt::format("optimizer state ({}: {} x shard of {})", e.optimizer, states, world_size),
          states * buffer_bytes(shard)});
@@ -117,9 +129,7 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
     e.memory.push_back({fmt::format("optimizer state ({}: {} x params)", e.optimizer, states),
                         states * param_bytes});
   }
-  DType dtype = DType::kF32;
-  parse_dtype(config.dtype, dtype);  // (validated with the config)
-  if (dtype != DType::kF32) {        // GPT::set_dtype's 16-bit copy of the weights
+  if (dtype != DType::kF32) {  // GPT::set_dtype's 16-bit copy of the weights
     e.memory.push_back({fmt::format("weights copy ({})", dtype_name(dtype)),
                         (table.total_numel() * 2 + 63) / 64 * 64});
   }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 
@@ -185,7 +186,15 @@ ModelConfig read_checkpoint_config(const std::string& dir_in) {
 
 LoadedCheckpoint load_checkpoint(const std::string& dir_in, const ModelConfig& expected,
                                  const ParamTable& table, float* params,
-                                 const std::vector<StateArena>& optimizer) {
+                                 const std::vector<StateArena>& optimizer, ArenaRange params_range,
+                                 ArenaRange optimizer_range) {
+  for (ArenaRange* r : {&params_range, &optimizer_range}) {
+    if (r->end < 0) r->end = table.total_numel();
+    CHECK(0 <= r->begin && r->begin <= r->end && r->end <= table.total_numel(),
+          "load_checkpoint: range [{}, {}) is not inside the arena of {} elements", r->begin,
+          r->end, table.total_numel());
+  }
+  const bool whole_params = params_range.begin == 0 && params_range.end == table.total_numel();
   LoadedCheckpoint out;
   out.dir = resolve_committed_dir(dir_in);
   verify_checkpoint_files(out.dir);
@@ -197,7 +206,11 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_in, const ModelConfig& e
         out.dir, diff);
 
   SafeTensorsReader model(out.dir + "/" + kModel);
-  read_hf_params(model, expected, table, params);
+  if (whole_params) {
+    read_hf_params(model, expected, table, params);
+  } else {
+    read_hf_params_range(model, expected, table, params_range.begin, params_range.end, params);
+  }
 
   SafeTensorsReader opt(out.dir + "/" + kOptimizer);
   out.optimizer_metadata = opt.metadata();
@@ -210,8 +223,14 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_in, const ModelConfig& e
           out.optimizer_metadata.count("state_names") ? out.optimizer_metadata["state_names"] : "",
           out.optimizer_metadata.count("optimizer") ? out.optimizer_metadata["optimizer"] : "?",
           out.optimizer_metadata.count("optimizer") ? out.optimizer_metadata["optimizer"] : "?");
+    const int64_t begin = optimizer_range.begin, end = optimizer_range.end;
+    std::fill(arena.data, arena.data + (end - begin), 0.0f);  // arena padding
     for (const auto& s : table.specs()) {
-      opt.read_f32(arena.name + "." + s.name, s.shape, arena.data + s.offset);
+      const int64_t lo = std::clamp<int64_t>(begin - s.offset, 0, s.numel);
+      const int64_t hi = std::clamp<int64_t>(end - s.offset, 0, s.numel);
+      if (lo >= hi) continue;
+      opt.read_f32_elements(arena.name + "." + s.name, s.shape, lo, hi - lo,
+                            arena.data + (s.offset + lo - begin));
     }
   }
   out.state = parse_json_file(out.dir + "/" + kState);

@@ -61,12 +61,21 @@ struct LoadedCheckpoint {
   std::map<std::string, std::string> optimizer_metadata;
 };
 
+// Arena elements [begin, end) (end < 0: to the end of the arena).
+struct ArenaRange {
+  int64_t begin = 0;
+  int64_t end = -1;
+};
+
 // Verifies every file's size and checksum and the format version, checks that the checkpoint's
 // architecture equals `expected` (naming each differing key), fills params (arena laid out by
 // `table`) and each requested optimizer arena (empty = do not load optimizer state). Throws
-// nanogpt::Error naming the file on any problem.
+// nanogpt::Error naming the file on any problem. With ranges, params (and each optimizer arena)
+// hold only the elements of params_range (optimizer_range), and only those are read from the
+// files: a ZeRO-1 rank reads its shard and never holds the whole state.
 LoadedCheckpoint load_checkpoint(const std::string& dir, const ModelConfig& expected,
                                  const ParamTable& table, float* params,
-                                 const std::vector<StateArena>& optimizer = {});
+                                 const std::vector<StateArena>& optimizer = {},
+                                 ArenaRange params_range = {}, ArenaRange optimizer_range = {});
 
 }  // namespace nanogpt

@@ -1,6 +1,7 @@
 // HF GPT-2 config.json and model.safetensors <-> ModelConfig and our parameter arena.
 #include "io/hf_gpt2.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -216,6 +217,45 @@ void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
       transpose_tiled(dst, in, tmp.data(), out, in, out);  // -> ours (out, in)
     } else {
       file.read_f32(fname, s.shape, dst);
+    }
+  }
+}
+
+void read_hf_params_range(const SafeTensorsReader& file, const ModelConfig& config,
+                          const ParamTable& table, int64_t begin, int64_t end, float* out) {
+  CHECK(0 <= begin && begin <= end && end <= table.total_numel(),
+        "read_hf_params_range: [{}, {}) is not inside the arena of {} elements", begin, end,
+        table.total_numel());
+  const std::map<std::string, std::string> matched = check_hf_params(file, config, table);
+  std::fill(out, out + (end - begin), 0.0f);
+  std::vector<float> row;
+  for (const auto& s : table.specs()) {
+    // This tensor's elements [lo, hi) (our layout) inside the range, written at dst[lo..hi).
+    const int64_t lo = std::clamp<int64_t>(begin - s.offset, 0, s.numel);
+    const int64_t hi = std::clamp<int64_t>(end - s.offset, 0, s.numel);
+    if (lo >= hi) continue;
+    float* dst = out + (s.offset - begin);
+    const std::string& fname = matched.at(s.name);
+    const SafeTensorInfo& info = file.info(fname);
+    if (s.name == "wte.weight") {
+      const int64_t stored = info.shape[0] * info.shape[1];  // rows beyond stay zero
+      if (lo < stored)
+        file.read_f32_elements(fname, info.shape, lo, std::min(hi, stored) - lo, dst + lo);
+    } else if (s.transposed_in_hf) {
+      // Ours (out, in): element e = o * in + i; the file's (in, out) holds it at i * out + o. Our
+      // rows o0..o1 are one contiguous segment of each of the file's rows.
+      const int64_t out_dim = s.shape[0], in_dim = s.shape[1];
+      const int64_t o0 = lo / in_dim, o1 = (hi - 1) / in_dim;
+      row.resize(static_cast<size_t>(o1 - o0 + 1));
+      for (int64_t i = 0; i < in_dim; ++i) {
+        file.read_f32_elements(fname, {in_dim, out_dim}, i * out_dim + o0, o1 - o0 + 1, row.data());
+        for (int64_t o = o0; o <= o1; ++o) {
+          const int64_t e = o * in_dim + i;
+          if (e >= lo && e < hi) dst[e] = row[static_cast<size_t>(o - o0)];
+        }
+      }
+    } else {
+      file.read_f32_elements(fname, s.shape, lo, hi - lo, dst + lo);
     }
   }
 }

@@ -44,6 +44,12 @@ FileDigest write_hf_safetensors(const std::string& path, const ModelConfig& conf
 // Throws naming the file and tensor on a missing tensor, a wrong shape or an unexpected tensor.
 void read_hf_params(const SafeTensorsReader& file, const ModelConfig& config,
                     const ParamTable& table, float* params);
+// The same for arena elements [begin, end) only (e.g. one rank's ZeRO-1 shard), into out
+// (end - begin floats; arena padding and wte rows the file lacks become zeros). Reads just those
+// elements from the (mapped) file: Conv1D weights stored (in, out) are read row segment by row
+// segment, never whole.
+void read_hf_params_range(const SafeTensorsReader& file, const ModelConfig& config,
+                          const ParamTable& table, int64_t begin, int64_t end, float* out);
 // The checks of read_hf_params without reading: every parameter of `table` is in the file with a
 // float dtype and the expected shape, and nothing unexpected is. Returns our name -> file's name.
 std::map<std::string, std::string> check_hf_params(const SafeTensorsReader& file,

@@ -154,21 +154,30 @@ const SafeTensorInfo& SafeTensorsReader::info(const std::string& name) const {
 
 void SafeTensorsReader::read_f32(const std::string& name,
                                  const std::vector<int64_t>& expected_shape, float* out) const {
+  read_f32_elements(name, expected_shape, 0, info(name).numel(), out);
+}
+
+void SafeTensorsReader::read_f32_elements(const std::string& name,
+                                          const std::vector<int64_t>& expected_shape, int64_t first,
+                                          int64_t count, float* out) const {
   const SafeTensorInfo& t = info(name);
   CHECK(t.shape == expected_shape,
         "'{}': tensor '{}' has shape {} but the model expects {} "
         "(does the model config match the file?)",
         path(), name, shape_string(t.shape), shape_string(expected_shape));
+  CHECK(first >= 0 && count >= 0 && first + count <= t.numel(),
+        "'{}': elements [{}, {}) are outside tensor '{}' of {} elements", path(), first,
+        first + count, name, t.numel());
   const uint8_t* src = data_ + data_start_ + t.begin;
-  const int64_t n = t.numel();
+  const int64_t n = count;
   if (n == 0 && (t.dtype == "F32" || t.dtype == "BF16" || t.dtype == "F16")) return;
   if (t.dtype == "F32") {
-    std::memcpy(out, src, static_cast<size_t>(n) * 4);
+    std::memcpy(out, src + 4 * first, static_cast<size_t>(n) * 4);
   } else if (t.dtype == "BF16" || t.dtype == "F16") {
     const bool bf16 = t.dtype == "BF16";
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h;
-      std::memcpy(&h, src + 2 * i, 2);
+      std::memcpy(&h, src + 2 * (first + i), 2);
       out[i] = bf16 ? bf16_to_float(h) : fp16_to_float(h);
     }
   } else {

@@ -45,6 +45,10 @@ class SafeTensorsReader {
   // expected_shape.
   void read_f32(const std::string& name, const std::vector<int64_t>& expected_shape,
                 float* out) const;
+  // The same for the stored (row-major) elements [first, first + count) only, into out (count
+  // floats); throws naming the file and tensor when the range is outside the tensor.
+  void read_f32_elements(const std::string& name, const std::vector<int64_t>& expected_shape,
+                         int64_t first, int64_t count, float* out) const;
 
  private:
   void parse_header();

@@ -40,13 +40,20 @@ static ConstTypedPtr in_act_dtype(Backend& ops, TypedPtr lowp, const float* g, i
   return lowp;
 }
 
-GPT::GPT(const ModelConfig& config, MemoryTracker* tracker)
+GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights masters)
     : config_((config.validate(), config)),
       table_(config_),
       tracker_(tracker),
-      params_(static_cast<size_t>(table_.total_numel()), tracker),
+      masters_(masters),
+      params_(masters == MasterWeights::kInModel ? static_cast<size_t>(table_.total_numel()) : 0,
+              tracker),
       grads_(static_cast<size_t>(table_.total_numel()), tracker) {
-  w_ = bind_weights(table_, config_.n_layer, params_.data());
+  if (masters_ == MasterWeights::kInModel) {
+    w_ = bind_weights(table_, config_.n_layer, params_.data());
+  } else {
+    fp32_reads_ = Buffer<float>(static_cast<size_t>(table_.fp32_read_numel()), tracker);
+    w_ = bind_weights(table_, config_.n_layer, fp32_reads_.data(), WeightLayout::kFp32Read);
+  }
   g_ = bind_weights(table_, config_.n_layer, grads_.data());
   for (int l = 0; l < config_.n_layer; ++l) {
     block_begin_.push_back(table_.at("h." + std::to_string(l) + ".ln_1.weight").offset);
@@ -54,26 +61,58 @@ GPT::GPT(const ModelConfig& config, MemoryTracker* tracker)
   block_begin_.push_back(table_.at("ln_f.weight").offset);
 }
 
+void GPT::check_masters_inside(const char* what) const {
+  CHECK(masters_ == MasterWeights::kInModel,
+        "GPT::{}: this model holds no float32 master weights (MasterWeights::kOutside, ZeRO-1 in "
+        "mixed precision: each rank holds its shard of them)",
+        what);
+}
+
 void GPT::init_weights(uint64_t seed) {
+  check_masters_inside("init_weights");
   nanogpt::init_weights(table_, params_.data(), seed);
   lowp_stale_ = true;
 }
 
 void GPT::set_dtype(DType dtype) {
+  CHECK(masters_ == MasterWeights::kInModel || dtype != DType::kF32,
+        "GPT::set_dtype: master weights held outside the model need a 16-bit dtype (bfloat16 or "
+        "float16); float32 runs read the masters themselves");
   dtype_ = dtype;
   params_lowp_ = Buffer<uint16_t>();
+  lw_ = LowpModelWeights();
   if (dtype != DType::kF32) {
     params_lowp_ = Buffer<uint16_t>(static_cast<size_t>(table_.total_numel()), tracker_);
+    lw_ = bind_lowp_weights(table_, config_.n_layer, params_lowp_.data());
   }
-  lowp_stale_ = true;
+  lowp_stale_ = masters_ == MasterWeights::kInModel;
 }
 
-ConstTypedPtr GPT::lowp(const float* w) const {
-  if (dtype_ == DType::kF32) return w;
-  return {params_lowp_.data() + (w - params_.data()), dtype_};
+void GPT::set_weights_range(KernelContext& ctx, const float* master, int64_t begin, int64_t end) {
+  CHECK(masters_ == MasterWeights::kOutside && dtype_ != DType::kF32,
+        "GPT::set_weights_range: only for master weights held outside the model (after "
+        "set_dtype to a 16-bit dtype)");
+  CHECK(0 <= begin && begin <= end && end <= table_.total_numel(),
+        "GPT::set_weights_range: [{}, {}) is not inside the arena of {} elements", begin, end,
+        table_.total_numel());
+  Backend(ctx, profile_).convert({params_lowp_.data() + begin, dtype_}, master, end - begin);
+  for (const ParamSpec& s : table_.specs()) {
+    if (s.lowp_only) continue;
+    const int64_t slot_end = s.offset + (s.numel + 15) / 16 * 16;
+    const int64_t lo = std::max(begin, s.offset), hi = std::min(end, slot_end);
+    if (lo >= hi) continue;
+    std::copy(master + (lo - begin), master + (hi - begin),
+              fp32_reads_.data() + s.fp32_read_offset + (lo - s.offset));
+  }
+}
+
+ConstTypedPtr GPT::lowp(const float* w32, const uint16_t* w16) const {
+  if (dtype_ == DType::kF32) return w32;
+  return {w16, dtype_};
 }
 
 void GPT::refresh_lowp_weights(KernelContext& ctx) {
+  if (masters_ == MasterWeights::kOutside) return;  // set by set_weights_range
   if (dtype_ != DType::kF32 && lowp_stale_) {
     Backend(ctx, profile_).convert({params_lowp_.data(), dtype_}, params_.data(),
                                    table_.total_numel());
@@ -122,18 +161,19 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
   Activations& a = acts_;
   const BlockWeights& bw = w_.h[l];
+  const LowpBlockWeights lbw = lw_.h.empty() ? LowpBlockWeights{} : lw_.h[l];
   LayerActivations& la = a.layers[l];
   if (!ln1_done) {
     ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
   }
-  ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
+  ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw, lbw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
   if (choices_.naive_attention) {
     ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B,
                                 T, C, NH, p, site_seed(l, kSiteAttnProbs));
   } else {
     ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
   }
-  ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw), bw.attprojb, N, C, C);
+  ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw, lbw.attprojw), bw.attprojb, N, C, C);
   const float* attn_out = a.branch;
   if (drop) {
     ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
@@ -146,12 +186,12 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     ops.residual_forward(la.residual2, x, attn_out, N * C);
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
   }
-  ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
+  ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
   // The backward needs no more: GELU it recomputes itself, the MLP's output and residual3 (kept)
   // it does not read; and the fused tail would overwrite the shared ln1 statistics.
   if (for_backward) return;
   ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
-  ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw), bw.fcprojb, N, 4 * C, C);
+  ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw, lbw.fcprojw), bw.fcprojb, N, 4 * C, C);
   const float* mlp_out = a.branch;
   if (drop) {
     ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
@@ -225,7 +265,8 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
       full_logits_ = Buffer<float>();
       full_logits_ = Buffer<float>(static_cast<size_t>(N * Vp), tracker_);
     }
-    head.matmul_forward(full_logits_.data(), a.lnf, lowp(w_.wte), nullptr, N, C, Vp);  // (N, Vp)
+    // (N, Vp)
+    head.matmul_forward(full_logits_.data(), a.lnf, lowp(w_.wte, lw_.wte), nullptr, N, C, Vp);
     logits_valid_ = true;
     return 0.0f;
   }
@@ -237,7 +278,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
     const int64_t rows = std::min(step, N - r0);
     const ConstTypedPtr lnf_rows = a.lnf.at(r0 * C);  // (rows, C)
     float* z = a.logits_chunk;                         // (rows, Vp)
-    head.matmul_forward(z, lnf_rows, lowp(w_.wte), nullptr, rows, C, Vp);
+    head.matmul_forward(z, lnf_rows, lowp(w_.wte, lw_.wte), nullptr, rows, C, Vp);
     if (!training) {
       ops.crossentropy_forward(a.losses + r0, z, targets + r0, rows, V, Vp);
       continue;
@@ -246,8 +287,8 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
     ops.crossentropy_forward_backward(a.losses + r0, z, z, targets + r0, dloss, rows, V, Vp);
     const TypedPtr dz = a.dlogits_chunk;  // (rows, Vp) in the activation dtype
     if (dz.data != z) ops.convert(dz, z, rows * Vp);
-    head.matmul_backward(a.dlnf + r0 * C, g_.wte, nullptr, dz, lnf_rows, lowp(w_.wte), rows, C,
-                         Vp);
+    head.matmul_backward(a.dlnf + r0 * C, g_.wte, nullptr, dz, lnf_rows, lowp(w_.wte, lw_.wte),
+                         rows, C, Vp);
   }
   backward_ready_ = training;
   double sum = 0.0;
@@ -285,6 +326,7 @@ void GPT::backward(KernelContext& ctx) {
   // kept by accumulating the branch's input gradient into it (so it becomes d(residual2), d(x)).
   for (int l = config_.n_layer - 1; l >= 0; --l) {
     const BlockWeights& bw = w_.h[l];
+    const LowpBlockWeights lbw = lw_.h.empty() ? LowpBlockWeights{} : lw_.h[l];
     BlockWeights& bg = g_.h[l];
     LayerActivations& la = a.layers[l];
     const float* x = l > 0 ? a.layers[l - 1].residual3 : (drop ? a.encoded_drop : a.encoded);
@@ -303,14 +345,14 @@ void GPT::backward(KernelContext& ctx) {
     const ConstTypedPtr dmlp = in_act_dtype(ops, s.dbranch, dmlp_out, N * C);
     ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
     zero(s.dfch_gelu, N * 4 * C);
-    ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu, lowp(bw.fcprojw),
-                        N, 4 * C, C);
+    ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
+                        lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
     zero(s.dfch, N * 4 * C);
     ops.gelu_backward(s.dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
     zero(s.dc, N * C);
-    ops.matmul_backward(s.dc, bg.fcw, bg.fcb, s.dfch, a.ln, lowp(bw.fcw), N, C, 4 * C);
+    ops.matmul_backward(s.dc, bg.fcw, bg.fcb, s.dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C, 4 * C);
     ops.layernorm_backward(s.dresidual, bg.ln2w, bg.ln2b, s.dc, la.residual2, bw.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C);
 
@@ -322,8 +364,8 @@ void GPT::backward(KernelContext& ctx) {
     }
     const ConstTypedPtr dattn = in_act_dtype(ops, s.dbranch, dattn_out, N * C);
     zero(s.dc, N * C);  // d(atty)
-    ops.matmul_backward(s.dc, bg.attprojw, bg.attprojb, dattn, la.atty, lowp(bw.attprojw), N, C,
-                        C);
+    ops.matmul_backward(s.dc, bg.attprojw, bg.attprojb, dattn, la.atty,
+                        lowp(bw.attprojw, lbw.attprojw), N, C, C);
     zero(s.dqkv, N * 3 * C);
     if (choices_.naive_attention) {
       ops.attention_naive_backward(s.dqkv.f32(), s.dc.f32(), naive_att_.data() + l * att_size,
@@ -334,7 +376,7 @@ void GPT::backward(KernelContext& ctx) {
     }
     ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);  // ln1 again
     zero(s.dc, N * C);                                                                 // d(ln1)
-    ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw), N, C, 3 * C);
+    ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw, lbw.qkvw), N, C, 3 * C);
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C);
     if (grad_ready_) grad_ready_(block_begin_[l], block_begin_[l + 1]);
@@ -354,6 +396,7 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
   CHECK(pos >= 0 && pos < cache.max_T() && pos <= cache.length(),
         "GPT::forward_one: pos {} must be in 0..{} (cache holds {} positions, max {})", pos,
         std::min(cache.length(), cache.max_T() - 1), cache.length(), cache.max_T());
+  check_masters_inside("forward_one");
   check_tokens(&token, 1, false, "token");
   const int C = config_.n_embd, NH = config_.n_head, Vp = config_.padded_vocab_size();
   const GeluKind gelu = config_.gelu_kind();

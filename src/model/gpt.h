@@ -24,10 +24,19 @@ namespace nanogpt {
 
 class Backend;
 
+// Where the float32 master weights live. kInModel (the default): GPT owns the whole arena
+// (params()). kOutside: mixed precision with the masters held by the caller -- ZeRO-1 keeps only a
+// shard of them on each rank (dist/zero1.h). The model then keeps, whole, the 16-bit copy the
+// matmuls read and float32 copies of the tensors its kernels read in float32 (ParamSpec::lowp_only
+// false: embeddings, LayerNorms, biases), both set through set_weights_range() and then
+// all-gathered by the caller; params() and init_weights() are unavailable, dtype must be 16-bit.
+enum class MasterWeights { kInModel, kOutside };
+
 class GPT {
  public:
   // config is validated. tracker (nullable) is charged for params, grads and activations.
-  explicit GPT(const ModelConfig& config, MemoryTracker* tracker = nullptr);
+  explicit GPT(const ModelConfig& config, MemoryTracker* tracker = nullptr,
+               MasterWeights masters = MasterWeights::kInModel);
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
@@ -35,10 +44,14 @@ class GPT {
   // (Handing out the mutable arena marks the low-precision weight copy stale: the next forward
   // refreshes it, so an optimizer step through params() is always seen.)
   std::span<float> params() {
+    check_masters_inside("params()");
     lowp_stale_ = true;
     return {params_.data(), params_.size()};
   }
-  std::span<const float> params() const { return {params_.data(), params_.size()}; }
+  std::span<const float> params() const {
+    check_masters_inside("params()");
+    return {params_.data(), params_.size()};
+  }
   std::span<float> grads() { return {grads_.data(), grads_.size()}; }
   std::span<const float> grads() const { return {grads_.data(), grads_.size()}; }
 
@@ -48,6 +61,18 @@ class GPT {
   // residual stream and all parameter gradients stay float32. float32 (the default) keeps no copy.
   void set_dtype(DType dtype);
   DType dtype() const { return dtype_; }
+
+  // MasterWeights::kOutside (after set_dtype): `master` holds the float32 master values of arena
+  // elements [begin, end) (end - begin floats): rounds them into that range of the 16-bit copy and
+  // copies the float32-read tensors' part of it into their float32 copies. With whole ranges of
+  // every rank set (or all-gathered) the model computes exactly what kInModel computes from the
+  // same masters.
+  void set_weights_range(KernelContext& ctx, const float* master, int64_t begin, int64_t end);
+  MasterWeights master_weights() const { return masters_; }
+  // The whole 16-bit copy (arena layout; dtype() bits) and the compact float32-read copies
+  // (table().fp32_read_numel() floats), for the caller's all-gather. kOutside only.
+  std::span<uint16_t> lowp_weights() { return {params_lowp_.data(), params_lowp_.size()}; }
+  std::span<float> fp32_read_weights() { return {fp32_reads_.data(), fp32_reads_.size()}; }
 
   // nanoGPT's init (model/init.h) from `seed`.
   void init_weights(uint64_t seed);
@@ -106,9 +131,10 @@ class GPT {
 
  private:
   void check_tokens(const int* tokens, int64_t n, bool allow_ignore, const char* what) const;
-  // The matmul operand for the master weight `w` (a pointer into params_): w itself in float32,
-  // else the same tensor in the low-precision copy.
-  ConstTypedPtr lowp(const float* w) const;
+  // The matmul operand of a weight: w32 (its float32 view) in float32, else w16 (the same tensor
+  // in the low-precision copy).
+  ConstTypedPtr lowp(const float* w32, const uint16_t* w16) const;
+  void check_masters_inside(const char* what) const;
   void refresh_lowp_weights(KernelContext& ctx);
   uint64_t site_seed(int layer, int site) const;
   // Block l's forward from x into acts_.layers[l] (see gpt.cpp).
@@ -117,12 +143,16 @@ class GPT {
   ModelConfig config_;
   ParamTable table_;
   MemoryTracker* tracker_ = nullptr;
-  Buffer<float> params_;  // (total_numel)
+  MasterWeights masters_ = MasterWeights::kInModel;
+  Buffer<float> params_;  // (total_numel); empty with kOutside masters
   Buffer<float> grads_;   // (total_numel) same layout
-  ModelWeights w_;        // views into params_
+  // kOutside: (fp32_read_numel) the float32-read tensors, compact (ParamSpec::fp32_read_offset)
+  Buffer<float> fp32_reads_;
+  ModelWeights w_;        // views into params_ (kOutside: into fp32_reads_, matmul weights null)
   ModelWeights g_;        // views into grads_
   DType dtype_ = DType::kF32;
   Buffer<uint16_t> params_lowp_;  // (total_numel) params_ in dtype_; empty in float32
+  LowpModelWeights lw_;           // views into params_lowp_ (null in float32)
   bool lowp_stale_ = true;
   Activations acts_;
   GradScratch scratch_;

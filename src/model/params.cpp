@@ -13,7 +13,7 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
   const float std_base = 0.02f;
   const float std_proj = 0.02f / std::sqrt(2.0f * static_cast<float>(cfg.n_layer));
   auto add = [&](std::string name, std::vector<int64_t> shape, float std, bool one = false,
-                 bool transposed = false) {
+                 bool transposed = false, bool lowp_only = false) {
     ParamSpec s;
     s.name = std::move(name);
     s.shape = std::move(shape);
@@ -23,8 +23,14 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
     s.transposed_in_hf = transposed;
     s.numel = 1;
     for (int64_t d : s.shape) s.numel *= d;
+    s.lowp_only = lowp_only;
     s.offset = total_;
-    total_ += (s.numel + 15) / 16 * 16;  // keep each tensor 64-byte aligned in the arena
+    const int64_t slot = (s.numel + 15) / 16 * 16;  // keep each tensor 64-byte aligned
+    total_ += slot;
+    if (!lowp_only) {
+      s.fp32_read_offset = fp32_read_total_;
+      fp32_read_total_ += slot;
+    }
     specs_.push_back(std::move(s));
   };
   add("wte.weight", {Vp, C}, std_base);
@@ -33,15 +39,15 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
     const std::string p = "h." + std::to_string(l) + ".";
     add(p + "ln_1.weight", {C}, 0.0f, true);
     if (cfg.bias) add(p + "ln_1.bias", {C}, 0.0f);
-    add(p + "attn.c_attn.weight", {3 * C, C}, std_base, false, true);
+    add(p + "attn.c_attn.weight", {3 * C, C}, std_base, false, true, /*lowp_only=*/true);
     if (cfg.bias) add(p + "attn.c_attn.bias", {3 * C}, 0.0f);
-    add(p + "attn.c_proj.weight", {C, C}, std_proj, false, true);
+    add(p + "attn.c_proj.weight", {C, C}, std_proj, false, true, /*lowp_only=*/true);
     if (cfg.bias) add(p + "attn.c_proj.bias", {C}, 0.0f);
     add(p + "ln_2.weight", {C}, 0.0f, true);
     if (cfg.bias) add(p + "ln_2.bias", {C}, 0.0f);
-    add(p + "mlp.c_fc.weight", {4 * C, C}, std_base, false, true);
+    add(p + "mlp.c_fc.weight", {4 * C, C}, std_base, false, true, /*lowp_only=*/true);
     if (cfg.bias) add(p + "mlp.c_fc.bias", {4 * C}, 0.0f);
-    add(p + "mlp.c_proj.weight", {C, 4 * C}, std_proj, false, true);
+    add(p + "mlp.c_proj.weight", {C, 4 * C}, std_proj, false, true, /*lowp_only=*/true);
     if (cfg.bias) add(p + "mlp.c_proj.bias", {C}, 0.0f);
   }
   add("ln_f.weight", {C}, 0.0f, true);
@@ -59,10 +65,21 @@ ParamTable ParamTable::slice(int64_t begin, int64_t end) const {
     cut.offset = lo - begin;
     cut.numel = hi - lo;
     cut.shape = {cut.numel};
+    cut.fp32_read_offset = -1;  // (a slice has no compact float32-read arena)
     t.specs_.push_back(std::move(cut));
   }
   t.total_ = end - begin;
   return t;
+}
+
+int64_t ParamTable::fp32_read_count(int64_t begin, int64_t end) const {
+  int64_t n = 0;
+  for (const auto& s : specs_) {
+    if (s.lowp_only) continue;
+    const int64_t slot_end = s.offset + (s.numel + 15) / 16 * 16;
+    n += std::max<int64_t>(0, std::min(end, slot_end) - std::max(begin, s.offset));
+  }
+  return n;
 }
 
 int64_t ParamTable::num_params_for_mfu() const {

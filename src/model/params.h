@@ -20,8 +20,16 @@ struct ParamSpec {
   float init_std = 0.0f;          // N(0, init_std); 0 with init_one=false -> zeros
   bool init_one = false;          // LayerNorm weights start at 1
   bool transposed_in_hf = false;  // HF Conv1D stores this matrix as (in, out)
+  // Mixed precision reads this tensor only through its 16-bit copy (the four matmul weights of a
+  // block). The others -- wte and wpe (the encoder gathers rows in float32; wte is also the tied
+  // head, which reads the 16-bit copy), LayerNorm gains and biases, matmul biases -- are read in
+  // float32 by their kernels, so they need float32 values whole wherever the model runs.
+  bool lowp_only = false;
   int64_t offset = 0;             // element offset in the flat arena
   int64_t numel = 0;
+  // Offset in the compact arena of float32-read tensors (the tensors with lowp_only false, each
+  // with its padded slot, in table order); -1 for lowp_only tensors.
+  int64_t fp32_read_offset = -1;
 };
 
 class ParamTable {
@@ -32,6 +40,12 @@ class ParamTable {
   int64_t total_numel() const { return total_; }
   // nanoGPT's get_num_params(non_embedding=True): all parameters minus the position embedding.
   int64_t num_params_for_mfu() const;
+  // Floats of the compact arena of the tensors read in float32 (ParamSpec::fp32_read_offset).
+  int64_t fp32_read_numel() const { return fp32_read_total_; }
+  // Floats of that compact arena that lie in arena elements [begin, end). The compaction keeps
+  // the arena's order, so a contiguous arena range maps to a contiguous compact range, starting at
+  // fp32_read_count(0, begin).
+  int64_t fp32_read_count(int64_t begin, int64_t end) const;
   // Null when absent.
   const ParamSpec* find(const std::string& name) const;
   // Throws nanogpt::Error naming the parameter when absent.
@@ -47,6 +61,7 @@ class ParamTable {
 
   std::vector<ParamSpec> specs_;
   int64_t total_ = 0;
+  int64_t fp32_read_total_ = 0;
 };
 
 }  // namespace nanogpt

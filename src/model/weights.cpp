@@ -5,19 +5,27 @@
 
 namespace nanogpt {
 
-ModelWeights bind_weights(const ParamTable& table, int n_layer, float* arena) {
-  auto at = [&](const std::string& name) { return arena + table.at(name).offset; };
-  auto maybe = [&](const std::string& name) -> float* {
+namespace {
+
+template <typename T>
+ModelViews<T> bind(const ParamTable& table, int n_layer, T* arena, WeightLayout layout) {
+  auto maybe = [&](const std::string& name) -> T* {
     const ParamSpec* s = table.find(name);
-    return s ? arena + s->offset : nullptr;
+    if (!s) return nullptr;
+    if (layout == WeightLayout::kWhole) return arena + s->offset;
+    return s->fp32_read_offset >= 0 ? arena + s->fp32_read_offset : nullptr;
   };
-  ModelWeights w;
+  auto at = [&](const std::string& name) {
+    table.at(name);  // throws naming a missing one
+    return maybe(name);
+  };
+  ModelViews<T> w;
   w.wte = at("wte.weight");
   w.wpe = at("wpe.weight");
   w.h.resize(n_layer);
   for (int l = 0; l < n_layer; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
-    BlockWeights& b = w.h[l];
+    BlockViews<T>& b = w.h[l];
     b.ln1w = at(p + "ln_1.weight");
     b.ln1b = maybe(p + "ln_1.bias");
     b.qkvw = at(p + "attn.c_attn.weight");
@@ -34,6 +42,16 @@ ModelWeights bind_weights(const ParamTable& table, int n_layer, float* arena) {
   w.lnfw = at("ln_f.weight");
   w.lnfb = maybe("ln_f.bias");
   return w;
+}
+
+}  // namespace
+
+ModelWeights bind_weights(const ParamTable& table, int n_layer, float* arena, WeightLayout layout) {
+  return bind(table, n_layer, arena, layout);
+}
+
+LowpModelWeights bind_lowp_weights(const ParamTable& table, int n_layer, uint16_t* arena) {
+  return bind(table, n_layer, arena, WeightLayout::kWhole);
 }
 
 }  // namespace nanogpt

@@ -99,7 +99,8 @@ struct TrainConfig {
       "time every op; at the end print where step time went per op class (share, GFLOP/s or "
       "GB/s, % of the peaks measured here)");
     v("zero_stage", zero_stage,
-      "under mpirun: 0 = plain data-parallel; 1 = ZeRO-1 (optimizer state sharded across ranks)");
+      "under mpirun: 0 = plain data-parallel; 1 = ZeRO-1 (optimizer state sharded across ranks; "
+      "with dtype bfloat16/float16 the float32 master weights too)");
     v("comm_timeout", comm_timeout,
       "under mpirun: seconds a rank waits for its peers before ending the job with an error");
     v("bucket_cap_mb", bucket_cap_mb,

@@ -198,22 +198,32 @@ class TrainingRun {
             data_dir_, data_vocab, config_.model.vocab_size, data_vocab);
     }
 
-    model_ = std::make_unique<GPT>(config_.model, &tracker_);
+    parse_dtype(config_.dtype, dtype_);  // validated above
+    // ZeRO-1 in 16 bits shards the float32 master weights too (dist/zero1.h): the model keeps only
+    // what its kernels read (the 16-bit copy, the float32-read tensors), each rank its masters.
+    const bool shard_masters = config_.zero_stage == 1 && dtype_ != DType::kF32;
+    model_ =
+        std::make_unique<GPT>(config_.model, &tracker_,
+                              shard_masters ? MasterWeights::kOutside : MasterWeights::kInModel);
     model_->set_kernel_choices(
         {config_.attention == "naive", config_.fused, config_.activation_checkpointing});
-    parse_dtype(config_.dtype, dtype_);  // validated above
     model_->set_dtype(dtype_);
     scaler_ = GradScaler(/*enabled=*/dtype_ == DType::kF16);
     if (config_.profile) model_->set_profile(&profile_);
     if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
-      zero_ = std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_);
+      zero_ =
+          std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_, shard_masters);
       optimizer_ = &zero_->optimizer();
     } else {
       owned_optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_);
       optimizer_ = owned_optimizer_.get();
     }
-    if (from == "scratch") {
+    if (from == "scratch" && shard_masters) {
+      zero_->init_masters(model_->table(), static_cast<uint64_t>(config_.seed));
+    } else if (from == "scratch") {
       model_->init_weights(static_cast<uint64_t>(config_.seed));
+    } else if (from != "resume" && shard_masters) {
+      zero_->set_masters_from_whole(loaded_params.data());
     } else if (from != "resume") {
       std::copy(loaded_params.begin(), loaded_params.end(), model_->params().begin());
     }
@@ -238,6 +248,7 @@ class TrainingRun {
     eval_loaders_[1] = std::make_unique<DataLoader>(val_path, ec);
 
     if (from == "resume") restore();
+    if (shard_masters) zero_->publish_weights(*model_, ctx_);
     dp_->align(*train_loader_);
 
     if (dp_->is_main()) {
@@ -279,6 +290,14 @@ class TrainingRun {
                       "buckets of {} MB during the backward; rank 0 logs, evaluates and saves",
                       comm_->describe(), dp_->local_accumulation(), config_.bucket_cap_mb));
     }
+    if (zero_) {
+      say(fmt::format(
+          "ZeRO-1: optimizer state{} sharded across {} ranks (rank 0 holds arena "
+          "elements [{}, {}) of {}); gradients reduce-scattered, {} weights "
+          "all-gathered",
+          shard_masters ? " and float32 master weights" : "", comm_->size(), zero_->shard_begin(),
+          zero_->shard_end(), model_->table().total_numel(), dtype_name(dtype_)));
+    }
     if (from == "resume") {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));
@@ -305,15 +324,17 @@ class TrainingRun {
   }
 
   void restore() {
+    // ZeRO-1: each rank reads only its shard of the optimizer state (and, with sharded masters,
+    // of the master weights) from the checkpoint, so resuming holds no more than the run does.
     std::vector<StateArena> arenas;
-    std::vector<Buffer<float>> whole;  // ZeRO-1: the whole state, cut to this rank's shard below
-    for (auto& t : optimizer_->state_tensors()) {
-      if (zero_) whole.emplace_back(static_cast<size_t>(model_->table().total_numel()));
-      arenas.push_back({t.name, zero_ ? whole.back().data() : t.data});
-    }
+    for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    ArenaRange shard;
+    if (zero_) shard = {zero_->shard_begin(), zero_->shard_end()};
+    const bool shard_masters = zero_ && zero_->shards_masters();
     LoadedCheckpoint ck =
-        load_checkpoint(ckpt_dir_, config_.model, model_->table(), model_->params().data(), arenas);
-    for (size_t k = 0; k < whole.size(); ++k) zero_->set_state_from_whole(arenas[k].name, whole[k].data());
+        load_checkpoint(ckpt_dir_, config_.model, model_->table(),
+                        shard_masters ? zero_->master_shard() : model_->params().data(), arenas,
+                        shard_masters ? shard : ArenaRange{}, shard);
     const TrainingState s = training_state_from_json(ck.state, ck.dir + "/state.json");
     const std::string saved_opt = s.optimizer.empty() ? optimizer_->name() : s.optimizer;
     CHECK(saved_opt == optimizer_->name(),
@@ -353,8 +374,10 @@ class TrainingRun {
     std::map<std::string, std::string> meta = {{"optimizer", optimizer_->name()},
                                                {"steps", std::to_string(optimizer_->steps())}};
     Timer t;
-    save_checkpoint(ckpt_dir_, config_.model, model_->table(), model_->params().data(), arenas,
-                    meta, training_state());
+    const float* params =
+        gathered_params_.empty() ? model_->params().data() : gathered_params_.data();
+    save_checkpoint(ckpt_dir_, config_.model, model_->table(), params, arenas, meta,
+                    training_state());
     result_.checkpoint_dir = ckpt_dir_;
     say(fmt::format("saved checkpoint to {} ({:.0f} ms)", ckpt_dir_, t.ms()));
   }
@@ -442,9 +465,11 @@ class TrainingRun {
       // ZeRO-1: every rank sends its shard of the optimizer state for rank 0's checkpoint.
       if (zero_ && eval_now && iter_num_ > 0 && !config_.eval_only) {
         zero_->gather_state(&gathered_state_);
+        if (zero_->shards_masters()) zero_->gather_masters(&gathered_params_);
       }
       if (dp_->is_main() && eval_now) evaluate_and_maybe_save();
       gathered_state_.clear();
+      gathered_params_ = Buffer<float>();
       if (config_.eval_only || iter_num_ >= config_.max_iters) break;
 
       Timer step_timer;
@@ -479,7 +504,7 @@ class TrainingRun {
       if (!skipped) {
         stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
         if (zero_) {
-          zero_->step(model_->params().data(), lr, norm, config_.optim.grad_clip, &comm_s);
+          zero_->step(*model_, ctx_, lr, norm, config_.optim.grad_clip, &comm_s);
         } else {
           optimizer_->step(model_->params().data(), model_->grads().data(), lr);
         }
@@ -570,6 +595,7 @@ class TrainingRun {
   std::unique_ptr<Zero1> zero_;                 // zero_stage 1
   Optimizer* optimizer_ = nullptr;              // one of the two
   std::vector<std::pair<std::string, Buffer<float>>> gathered_state_;  // ZeRO-1, for rank 0's save
+  Buffer<float> gathered_params_;  // ZeRO-1 with sharded masters: rank 0's whole masters to save
   std::unique_ptr<DataLoader> train_loader_;
   std::unique_ptr<DataLoader> eval_loaders_[2];
   MetricsLog metrics_;

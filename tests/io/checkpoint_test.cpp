@@ -1,6 +1,7 @@
 // Checkpoint directories: round trip, HF layout of model.safetensors and config.json, every load
 // error (checksum, truncation, missing file, newer version, architecture mismatch, optimizer
 // state), and atomicity under injected failures and real crashes (forked child _exit mid-write).
+// Loading ranges of the arena (ZeRO-1's shards) reads exactly the whole load's slice.
 #include "io/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,42 @@ struct Saved {
     return c.state.at("iter_num").get<int>();
   }
 };
+
+TEST(Checkpoint, RangesLoadTheSliceOfTheWholeLoad) {
+  TempDir tmp;
+  const std::string dir = tmp / "ckpt";
+  Saved a(0.25f);
+  a.save(dir, 7);
+  const int64_t n = a.table.total_numel();
+  std::vector<float> p(n), m(n), v(n);
+  load_checkpoint(dir, a.config, a.table, p.data(), {{"m", m.data()}, {"v", v.data()}});
+  // Cuts inside wte's padded rows, inside transposed (Conv1D) weights, at odd elements.
+  const ParamSpec& fc = a.table.at("h.1.mlp.c_fc.weight");
+  const int64_t wte_rows = a.config.vocab_size * a.config.n_embd;
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, n},
+                      {0, wte_rows + 40},
+                      {wte_rows + 40, fc.offset + 37},
+                      {fc.offset + 37, n},
+                      {fc.offset + 5, fc.offset + 6},
+                      {n, n}}) {
+    std::vector<float> ps(e - b, -1.0f), ms(e - b, -1.0f), vs(e - b, -1.0f);
+    load_checkpoint(dir, a.config, a.table, ps.data(), {{"m", ms.data()}, {"v", vs.data()}}, {b, e},
+                    {b, e});
+    for (int64_t i = b; i < e; ++i) {
+      ASSERT_EQ(ps[i - b], p[i]) << "[" << b << ", " << e << ") element " << i;
+      ASSERT_EQ(ms[i - b], m[i]) << "[" << b << ", " << e << ") element " << i;
+      ASSERT_EQ(vs[i - b], v[i]) << "[" << b << ", " << e << ") element " << i;
+    }
+  }
+  // Whole params with a state shard (ZeRO-1 in float32).
+  std::vector<float> pw(n), ms(16);
+  load_checkpoint(dir, a.config, a.table, pw.data(), {{"m", ms.data()}}, {}, {32, 48});
+  EXPECT_EQ(pw, p);
+  EXPECT_EQ(ms, std::vector<float>(m.begin() + 32, m.begin() + 48));
+  std::vector<float> any(n);
+  EXPECT_THROW(load_checkpoint(dir, a.config, a.table, any.data(), {}, {0, n + 1}), Error);
+  EXPECT_THROW(load_checkpoint(dir, a.config, a.table, any.data(), {}, {5, 4}), Error);
+}
 
 TEST(Checkpoint, RoundTrip) {
   TempDir tmp;

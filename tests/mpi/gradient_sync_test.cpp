@@ -36,6 +36,7 @@ class RecordingCommunicator : public Communicator {
   }
   void reduce_scatter_sum(const float*, float*, const std::vector<int64_t>&) override {}
   void all_gather(float*, const std::vector<int64_t>&) override {}
+  void all_gather(uint16_t*, const std::vector<int64_t>&) override {}
   void broadcast(void*, int64_t, int) override {}
   void barrier() override {}
   void abort_job(int) override {}

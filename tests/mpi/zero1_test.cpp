@@ -1,13 +1,18 @@
 // ZeRO-1's building blocks in one process: AdamW over the slices of a ParamTable, one per shard,
 // updates exactly like one AdamW over the whole table (weight decay follows each tensor across the
-// cut), and Zero1 on a world of one takes the same steps as the plain optimizer with clipping.
+// cut), and Zero1 on a world of one takes the same steps as the plain optimizer with clipping. With
+// sharded master weights (bfloat16) it trains a model built with MasterWeights::kOutside exactly
+// like the plain optimizer trains a model holding its own masters.
+#include "dist/zero1.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "core/rng.h"
 #include "dist/single_process_communicator.h"
-#include "dist/zero1.h"
+#include "kernels/context.h"
+#include "model/gpt.h"
 #include "optim/grad_clip.h"
 #include "optim/optimizer.h"
 
@@ -83,6 +88,53 @@ TEST(Zero1, WorldOfOneStepsLikeThePlainOptimizerWithClipping) {
   EXPECT_EQ(state[0].first, "m");
   const auto plain_state = plain->state_tensors();
   for (int64_t i = 0; i < N; ++i) ASSERT_NEAR(state[1].second[i], plain_state[1].data[i], 1e-6f);
+}
+
+TEST(Zero1, ShardedMastersTrainLikeTheModelsOwnMasters) {
+  ModelConfig mc = tiny();
+  mc.bias = true;
+  KernelContext ctx;
+  GPT own(mc);
+  own.set_dtype(DType::kBF16);
+  own.init_weights(5);
+  GPT outside(mc, nullptr, MasterWeights::kOutside);
+  outside.set_dtype(DType::kBF16);
+  const ParamTable& table = own.table();
+  OptimConfig oc;
+  oc.weight_decay = 0.1;
+  SingleProcessCommunicator comm;
+  MemoryTracker tracker;
+  Zero1 zero(comm, oc, table, &tracker, /*shard_masters=*/true);
+  ASSERT_TRUE(zero.shards_masters());
+  // The optimizer state, the reduced-gradient shard and the masters: 4 arenas on a world of one.
+  EXPECT_EQ(tracker.current_bytes(),
+            4 * static_cast<int64_t>((table.total_numel() * 4 + 63) / 64 * 64));
+  zero.init_masters(table, 5);
+  zero.publish_weights(outside, ctx);
+  auto plain = make_optimizer(oc, table);
+  const int B = 2, T = 16;
+  for (int step = 0; step < 3; ++step) {
+    Rng rng(100 + step);
+    std::vector<int> x(B * T), y(B * T);
+    for (int& t : x) t = static_cast<int>(rng.uniform_int(67));
+    for (int& t : y) t = static_cast<int>(rng.uniform_int(67));
+    const float l_own = own.forward(ctx, x.data(), y.data(), B, T, true, 7);
+    const float l_out = outside.forward(ctx, x.data(), y.data(), B, T, true, 7);
+    ASSERT_EQ(l_own, l_out) << "step " << step;
+    own.backward(ctx);
+    outside.backward(ctx);
+    double waited = 0;
+    const double norm = zero.reduce_gradients(outside.grads().data(), &waited);
+    EXPECT_GT(norm, 0.0);
+    zero.step(outside, ctx, 1e-2, norm, /*max_norm=*/0.0, &waited);
+    plain->step(own.params().data(), own.grads().data(), 1e-2);
+    own.zero_grad();
+    outside.zero_grad();
+  }
+  Buffer<float> masters;
+  zero.gather_masters(&masters);
+  ASSERT_EQ(masters.size(), static_cast<size_t>(table.total_numel()));
+  for (int64_t i = 0; i < table.total_numel(); ++i) ASSERT_EQ(masters[i], own.params()[i]) << i;
 }
 
 }  // namespace
