@@ -113,7 +113,7 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
   if (shard_masters) {
     e.memory.push_back(
         {fmt::format("master weights (float32, shard of {})", world_size), buffer_bytes(shard)});
-    e.memory.push_back({"float32 weights read by the kernels (embeddings, LayerNorms, biases)",
+    e.memory.push_back({"float32-read weights (wte, wpe, LN, biases)",
                         buffer_bytes(table.fp32_read_numel())});
   } else {
     e.memory.push_back({"weights (float32)", param_bytes});
