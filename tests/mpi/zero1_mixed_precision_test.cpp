@@ -15,8 +15,8 @@ namespace {
 // A loss in 16 bits when the gradient sum runs in another order. The float32 gradients differ by a
 // few ulp (kReductionOrderTolerance's cause); after an update such a difference can flip the 16-bit
 // rounding of a few weights (bfloat16's ulp is 2^-8 relative), each flip moving the loss by about
-// 1e-5 here. Measured over these 8 steps: ZeRO-1 vs plain on 2 ranks 0 (a sum of two floats does not
-// depend on the collective, and the clip factor came out the same), 1 rank vs 2 ranks 1.1e-5
+// 1e-5 here. Measured over these 8 steps: ZeRO-1 vs plain on 2 ranks 0 (a sum of two floats does
+// not depend on the collective, and the clip factor came out the same), 1 rank vs 2 ranks 1.1e-5
 // (bfloat16); one different micro-batch moves the loss by more than 1e-2.
 inline constexpr double kMixedPrecisionTolerance = 1e-4;
 
