@@ -1,16 +1,23 @@
 // Kernel benchmarks at GPT-2 124M shapes (C 768, 12 heads; B 4 with T 64 and 1024): matmul
 // GFLOP/s (and % of this machine's fp32 FMA peak, measured by core/cpu_info), attention fwd+bwd time,
 // W4 attention (B 1, T 1024..8192) in GFLOP/s and % of peak, LayerNorm/GELU/cross-entropy
-// bandwidth. Run: bench_kernels [--benchmark_filter=...].
+// bandwidth, the MLP's GELU half fused vs unfused (BM_MlpGelu), the 124M optimizer step
+// fused vs unfused (BM_OptimizerStep124M). Run: bench_kernels [--benchmark_filter=...].
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <cstring>
 #include <vector>
 
 #include "core/cpu_info.h"
+#include "core/float16.h"
 #include "core/rng.h"
 #include "kernels/context.h"
 #include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
+#include "model/params.h"
+#include "optim/adamw.h"
+#include "optim/grad_clip.h"
 
 namespace nanogpt {
 namespace {
@@ -201,6 +208,106 @@ BENCHMARK(BM_GeluForwardBackward)
     ->Args({4096 * 3072, 0})
     ->Args({4096 * 3072, 1})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The MLP's GELU half, forward + backward, fused (matmul_gelu_forward, gelu_matmul_backward) or
+// unfused (matmul, gelu, their backwards and the zeroing the model does), in float32 or bf16.
+// args: N rows, C (the MLP is C -> 4C -> C), fused (0/1), bf16 (0/1), part (0 forward +
+// backward, 1 forward, 2 backward). FLOPs: the two matmuls of
+// the fc forward and the three of the projection's backward.
+void BM_MlpGelu(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int C = static_cast<int>(state.range(1)), H = 4 * C;
+  const bool fused = state.range(2) != 0;
+  const DType t = state.range(3) ? DType::kBF16 : DType::kF32;
+  KernelContext ctx;
+  // Storage of n random elements of t (float-sized storage).
+  auto make = [&](int64_t n, uint64_t seed) {
+    std::vector<float> v = random_vec(static_cast<size_t>(n), seed, 0.1f);
+    if (t == DType::kF32) return v;
+    std::vector<float> store(static_cast<size_t>((n + 1) / 2));
+    auto* bits = reinterpret_cast<uint16_t*>(store.data());
+    for (int64_t i = 0; i < n; ++i) bits[i] = float_to_bf16(v[static_cast<size_t>(i)]);
+    return store;
+  };
+  auto ptr = [&](std::vector<float>& v) { return TypedPtr(v.data(), t); };
+  auto x = make(N * C, 1), w1 = make(int64_t(H) * C, 2), w2 = make(int64_t(C) * H, 3),
+       fch = make(N * H, 4), act = make(N * H, 5), dact = make(N * H, 6), dfch = make(N * H, 7),
+       dout = make(N * C, 8);
+  const auto b1 = random_vec(H, 9);
+  std::vector<float> dw2(size_t(C) * H), db2(C);
+  const int part = static_cast<int>(state.range(4));  // 0 both, 1 forward, 2 backward
+  for (auto _ : state) {
+    if (fused) {
+      if (part != 2) {
+        cpu::matmul_gelu_forward(ctx, ptr(fch), ptr(act), ptr(x), ptr(w1), b1.data(), N, C, H,
+                                 GeluKind::kTanh);
+      }
+      if (part != 1) {
+        cpu::gelu_matmul_backward(ctx, ptr(dfch), dw2.data(), db2.data(), ptr(dout), ptr(fch),
+                                  ptr(w2), N, H, C, GeluKind::kTanh);
+      }
+    } else {
+      if (part != 2) {
+        cpu::matmul_forward(ctx, ptr(fch), ptr(x), ptr(w1), b1.data(), N, C, H);
+        cpu::gelu_forward(ctx, ptr(act), ptr(fch), N * H, GeluKind::kTanh);
+      }
+      if (part != 1) {
+        cpu::gelu_forward(ctx, ptr(act), ptr(fch), N * H, GeluKind::kTanh);  // recompute
+        std::memset(dact.data(), 0, dact.size() * sizeof(float));
+        cpu::matmul_backward(ctx, ptr(dact), dw2.data(), db2.data(), ptr(dout), ptr(act), ptr(w2),
+                             N, H, C);
+        std::memset(dfch.data(), 0, dfch.size() * sizeof(float));
+        cpu::gelu_backward(ctx, ptr(dfch), ptr(fch), ptr(dact), N * H, GeluKind::kTanh);
+      }
+    }
+    benchmark::DoNotOptimize(dfch.data());
+  }
+  set_flops(state, 2.0 * N * C * H * (part == 0 ? 4 : part == 1 ? 1 : 3));
+}
+BENCHMARK(BM_MlpGelu)
+    ->ArgsProduct({{16384}, {384}, {0, 1}, {0, 1}, {0, 1, 2}})  // W2: B 64 x T 256, C 384
+    ->ArgsProduct({{4096}, {768}, {0, 1}, {0, 1}, {0}})         // W3': B 4 x T 1024, C 768
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The optimizer step after the backward at GPT-2 124M (vocab 50304): norm, clipping (active:
+// max_norm below the norm), AdamW, zeroed gradients, and with bf16 the 16-bit weight copy.
+// args: fused (0: GradScaler-free unfused passes clip_grad_norm + step + [convert] + zero;
+// 1: grad_global_norm + step_fused), bf16 copy (0/1). Bytes: the unfused passes' count.
+void BM_OptimizerStep124M(benchmark::State& state) {
+  const bool fused = state.range(0) != 0, bf16 = state.range(1) != 0;
+  ModelConfig config;  // GPT-2 124M
+  config.vocab_size = 50257;
+  const ParamTable table(config);
+  const int64_t n = table.total_numel();
+  std::vector<float> params = random_vec(n, 1, 0.02f), grads(n);
+  std::vector<uint16_t> lowp(bf16 ? n : 0);
+  const TypedPtr copy = bf16 ? TypedPtr(lowp.data(), DType::kBF16) : TypedPtr();
+  AdamW opt(table, 0.9, 0.95, 0.1);
+  const auto g0 = random_vec(n, 2, 1e-3f);
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::memcpy(grads.data(), g0.data(), n * sizeof(float));  // a backward's gradients
+    state.ResumeTiming();
+    if (fused) {
+      const double norm = grad_global_norm(table, grads.data());
+      FusedStepExtras x;
+      x.grad_clip = clip_coefficient(norm, 0.1);
+      x.params_lowp = copy;
+      x.zero_grads = true;
+      opt.step_fused(params.data(), grads.data(), 1e-4, x);
+    } else {
+      clip_grad_norm(table, grads.data(), 0.1);
+      opt.step(params.data(), grads.data(), 1e-4);
+      if (bf16) cpu::convert(copy, params.data(), n);
+      std::memset(grads.data(), 0, n * sizeof(float));
+    }
+    benchmark::DoNotOptimize(params.data());
+  }
+  set_bytes(state, 4.0 * n * (1 + 2 + 7 + 1) + (bf16 ? 6.0 * n : 0.0));
+}
+BENCHMARK(BM_OptimizerStep124M)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(6);
 
 // args: N rows; V 50257 of Vp 50304, in place.
 void BM_CrossEntropyFused(benchmark::State& state) {

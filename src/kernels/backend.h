@@ -167,6 +167,23 @@ class Backend {
             e * (N * OC + (products + 1) * (N * C + double(C) * OC)));
     cpu::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
+  // The MLP's fused ops (fused=True; ops_lowp.h): charged to the matmul class with the matmul's
+  // FLOPs and the bytes they move (fch and fch_gelu written; forward pre read, dpre written).
+  void matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp, ConstTypedPtr weight,
+                           const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+    const double e = double(dtype_size(inp.dtype));
+    Scope s(profile_, matmul_class_, 2.0 * N * C * OC,
+            e * (N * C + double(C) * OC) + 2.0 * dtype_size(fch.dtype) * N * OC);
+    cpu::matmul_gelu_forward(ctx_, fch, fch_gelu, inp, weight, bias, N, C, OC, kind);
+  }
+  void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstTypedPtr dout,
+                            ConstTypedPtr pre, ConstTypedPtr weight, int64_t N, int C, int OC,
+                            GeluKind kind) {
+    const double e = double(dtype_size(pre.dtype));
+    Scope s(profile_, matmul_class_, 4.0 * N * C * OC,
+            e * (N * OC + 2.0 * N * C + 2.0 * double(C) * OC));
+    cpu::gelu_matmul_backward(ctx_, dpre, dweight, dbias, dout, pre, weight, N, C, OC, kind);
+  }
   void attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
                          float dropout_p, uint64_t seed) {
     Scope s(profile_, OpClass::kAttention, 2.0 * B * T * double(T) * C,

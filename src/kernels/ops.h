@@ -4,7 +4,9 @@
 // Conventions (llm.c): outputs first, then inputs, then weights, then sizes. Letters: B batch,
 // T time, C channels, NH heads, HS = C/NH, V vocab, Vp padded vocab, N = rows (usually B*T).
 // EVERY backward kernel ACCUMULATES (+=) into all of its gradient outputs (activation and parameter
-// grads alike); callers zero gradient buffers once per step. Nullable pointers are marked.
+// grads alike); callers zero gradient buffers once per step. (Two fused ops overwrite one output
+// each, and say so: crossentropy_forward_backward's dlogits, ops_lowp.h's gelu_matmul_backward's
+// dpre.) Nullable pointers are marked.
 // Dropout masks are counter-based: element i is kept iff hash_uniform(seed, i) >= p (core/rng.h),
 // kept values are scaled by 1/(1-p); p == 0 means no dropout and no hashing.
 #pragma once

@@ -46,6 +46,21 @@ void matmul_forward(TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight, const
 // dinp (nullable, any dtype) += dout . weight; dweight, dbias (float32, nullable) as in ops.h.
 void matmul_backward(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                      ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C, int OC);
+// The MLP's matmul with the GELU in its epilogue (fused=True), any dtypes as matmul_forward:
+// fch (N,OC) = inp (N,C) . weight (OC,C)^T + bias, the pre-activation the backward keeps, and
+// fch_gelu (N,OC) = gelu(fch) (computed from fch as stored, i.e. after its rounding): the values
+// of matmul_forward then gelu_forward.
+void matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp, ConstTypedPtr weight,
+                         const float* bias, int64_t N, int C, int OC, GeluKind kind);
+// The backward of out (N,OC) = gelu(pre) . weight (OC,C)^T + bias with the GELU derivative in the
+// epilogue of the matmul that produces d(gelu(pre)) (fused=True): dweight (OC,C) += dout^T .
+// gelu(pre) (recomputed from pre, never stored whole), dbias (OC, nullable) += column sums of
+// dout, and dpre (N,C) = (dout . weight, rounded to dpre's dtype) * gelu'(pre), OVERWRITTEN (not
+// accumulated, like crossentropy_forward_backward: no zeroing needed). The values of gelu_forward,
+// matmul_backward into a zeroed d(gelu) and gelu_backward into a zeroed dpre (the unfused path).
+void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstTypedPtr dout,
+                          ConstTypedPtr pre, ConstTypedPtr weight, int64_t N, int C, int OC,
+                          GeluKind kind);
 }  // namespace ref
 
 // The same ops on the CPU; the context holds oneDNN's primitives and the widening scratch.
@@ -75,6 +90,14 @@ void matmul_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTy
 void matmul_backward(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
                      ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                      int OC);
+// The fused MLP ops above, row block by row block: each block's matmul output is still in cache
+// when the GELU (forward) or the GELU derivative (backward) reads it (kernels/cpu/mlp_fused.cpp).
+void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
+                         ConstTypedPtr weight, const float* bias, int64_t N, int C, int OC,
+                         GeluKind kind);
+void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, float* dbias,
+                          ConstTypedPtr dout, ConstTypedPtr pre, ConstTypedPtr weight, int64_t N,
+                          int C, int OC, GeluKind kind);
 // Whether matmuls with inputs of this dtype run on native kernels here (bf16 on AVX512_BF16 / AMX
 // through oneDNN) rather than widening to float32; impl_name (nullable) gets oneDNN's kernel name.
 bool native_matmul(KernelContext& ctx, DType dtype, const char** impl_name = nullptr);

@@ -4,7 +4,9 @@
 // Head:   lnf -> logits = lnf . wte^T (tied) -> cross-entropy over the first V columns, in chunks
 //         of rows, fused with its backward in training (the (N, Vp) logits are never held).
 // Kernel choices (kernel_choices.h): fused=True also runs each residual add in one pass with the
-// LayerNorm it feeds; fused=False runs the plain ops and the classifier over all rows at once;
+// LayerNorm it feeds (and, with fused_mlp, the GELU in the fc matmul's epilogue and its derivative
+// in the epilogue of the backward matmul that produces d(gelu)); fused=False runs the plain ops and
+// the classifier over all rows at once;
 // attention=naive keeps the (B, NH, T, T) probabilities instead of lse.
 // Memory: a block keeps 10 C floats per row for its backward (activations.h); the LayerNorm and
 // GELU outputs are recomputed in the backward, the projections' outputs are never kept.
@@ -186,11 +188,16 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     ops.residual_forward(la.residual2, x, attn_out, N * C);
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
   }
-  ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
-  // The backward needs no more: GELU it recomputes itself, the MLP's output and residual3 (kept)
-  // it does not read; and the fused tail would overwrite the shared ln1 statistics.
-  if (for_backward) return;
-  ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
+  if (choices_.fused && choices_.fused_mlp && !for_backward) {  // GELU in the fc matmul's epilogue
+    ops.matmul_gelu_forward(la.fch, a.fch_gelu, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C,
+                            gelu);
+  } else {
+    ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
+    // The backward needs no more: GELU it recomputes itself, the MLP's output and residual3 (kept)
+    // it does not read; and the fused tail would overwrite the shared ln1 statistics.
+    if (for_backward) return;
+    ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
+  }
   ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw, lbw.fcprojw), bw.fcprojb, N, 4 * C, C);
   const float* mlp_out = a.branch;
   if (drop) {
@@ -343,12 +350,17 @@ void GPT::backward(KernelContext& ctx) {
       dmlp_out = s.ddrop;
     }
     const ConstTypedPtr dmlp = in_act_dtype(ops, s.dbranch, dmlp_out, N * C);
-    ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
-    zero(s.dfch_gelu, N * 4 * C);
-    ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
-                        lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
-    zero(s.dfch, N * 4 * C);
-    ops.gelu_backward(s.dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
+    if (choices_.fused && choices_.fused_mlp) {  // GELU recomputed by blocks, derivative in epilogue
+      ops.gelu_matmul_backward(s.dfch, bg.fcprojw, bg.fcprojb, dmlp, la.fch,
+                               lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C, gelu);
+    } else {
+      ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
+      zero(s.dfch_gelu, N * 4 * C);
+      ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
+                          lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
+      zero(s.dfch, N * 4 * C);
+      ops.gelu_backward(s.dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
+    }
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
     zero(s.dc, N * C);

@@ -61,6 +61,15 @@ class GPT {
   // residual stream and all parameter gradients stay float32. float32 (the default) keeps no copy.
   void set_dtype(DType dtype);
   DType dtype() const { return dtype_; }
+  // For an optimizer step that writes round(params) into the 16-bit copy as it updates params (the
+  // fused step, optim FusedStepExtras::params_lowp): the copy (total_numel, dtype()), or a null
+  // pointer in float32. The copy counts as fresh from here on, so the caller must write all of it
+  // (or leave params unchanged) before the next forward.
+  TypedPtr params_lowp_for_update() {
+    if (dtype_ == DType::kF32) return {};
+    lowp_stale_ = false;
+    return {params_lowp_.data(), dtype_};
+  }
 
   // MasterWeights::kOutside (after set_dtype): `master` holds the float32 master values of arena
   // elements [begin, end) (end - begin floats): rounds them into that range of the 16-bit copy and

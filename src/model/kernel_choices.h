@@ -1,6 +1,7 @@
 // KernelChoices: which implementation of an op family the model runs, for a run's speed and memory
 // only (every choice computes the same function; tests hold them to the same references). Set from
-// the `attention`, `fused` and `activation_checkpointing` training keys (train/train_config.h says what each one selects).
+// the `attention`, `fused`, `fused_mlp` and `activation_checkpointing` training keys
+// (train/train_config.h says what each one selects).
 #pragma once
 
 namespace nanogpt {
@@ -18,6 +19,11 @@ struct KernelChoices {
   // forward again, from its kept input, just before that block's backward. About a third more
   // compute for an activation memory that no longer grows with 10 C per row per layer.
   bool checkpoint_blocks = false;
+  // With fused: the MLP's GELU in the epilogue of the fc matmul and its derivative in the epilogue
+  // of the backward matmul producing d(gelu), row block by row block (ops_lowp.h
+  // matmul_gelu_forward / gelu_matmul_backward). Off by default: its many short parallel regions
+  // made it slower on a shared 2-core machine (docs/benchmarks.md).
+  bool fused_mlp = false;
 };
 
 }  // namespace nanogpt

@@ -1,5 +1,6 @@
 // AdamW's fused update: one pass per tensor inside one OpenMP region, each thread updating a
-// contiguous slice. AVX-512 path with masked tails (GCC will not vectorize std::sqrt without
+// contiguous slice. step_fused (fused=True) also unscales and clips the gradient on the fly,
+// zeroes it and rounds the updated params into the 16-bit weight copy, in the same pass. AVX-512 path with masked tails (GCC will not vectorize std::sqrt without
 // -fno-math-errno), scalar fallback elsewhere; results do not depend on the thread count.
 #include "optim/adamw.h"
 
@@ -12,15 +13,27 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/convert.h"  // narrow: the rounding of cpu::convert, one block at a time
+
 namespace nanogpt {
-namespace {
 
 struct AdamWScalars {
   float b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, keep, step_size;
 };
 
-// p, g, m, v: (n) slices of one tensor.
-void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWScalars& k) {
+namespace {
+
+// The fused step's gradient transform: g' = (g * unscale) * clip, and g = 0 afterwards if zero.
+struct GradTransform {
+  float unscale = 1.0f, clip = 1.0f;
+  bool zero = false;
+};
+
+// p, g, m, v: (n) slices of one tensor. kFused: the gradient is used as GradTransform says (the
+// plain step never writes g).
+template <bool kFused>
+void adamw_update(float* p, float* g, float* m, float* v, int64_t n, const AdamWScalars& k,
+                  const GradTransform& x = {}) {
 #if defined(__AVX512F__)
   const __m512 b1 = _mm512_set1_ps(k.b1), omb1 = _mm512_set1_ps(k.one_minus_b1);
   const __m512 b2 = _mm512_set1_ps(k.b2), omb2 = _mm512_set1_ps(k.one_minus_b2);
@@ -29,7 +42,11 @@ void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 mask =
         n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m512 gi = _mm512_maskz_loadu_ps(mask, g + i);
+    __m512 gi = _mm512_maskz_loadu_ps(mask, g + i);
+    if constexpr (kFused) {
+      gi = _mm512_mul_ps(_mm512_mul_ps(gi, _mm512_set1_ps(x.unscale)), _mm512_set1_ps(x.clip));
+      if (x.zero) _mm512_mask_storeu_ps(g + i, mask, _mm512_setzero_ps());
+    }
     const __m512 mi =
         _mm512_fmadd_ps(omb1, gi, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, m + i), b1));
     const __m512 vi = _mm512_fmadd_ps(omb2, _mm512_mul_ps(gi, gi),
@@ -43,7 +60,11 @@ void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const
   }
 #else
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
+    float gi = g[i];
+    if constexpr (kFused) {
+      gi = (gi * x.unscale) * x.clip;
+      if (x.zero) g[i] = 0.0f;
+    }
     const float mi = m[i] * k.b1 + k.one_minus_b1 * gi;
     const float vi = v[i] * k.b2 + k.one_minus_b2 * (gi * gi);
     m[i] = mi;
@@ -66,7 +87,7 @@ AdamW::AdamW(const ParamTable& table, double beta1, double beta2, double weight_
       m_(static_cast<size_t>(table.total_numel()), tracker),
       v_(static_cast<size_t>(table.total_numel()), tracker) {}
 
-void AdamW::step(float* params, const float* grads, double lr) {
+AdamWScalars AdamW::scalars(double lr) {
   const int64_t t = ++steps_;
   AdamWScalars k{};
   k.b1 = static_cast<float>(beta1_);
@@ -76,6 +97,12 @@ void AdamW::step(float* params, const float* grads, double lr) {
   k.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2_, static_cast<double>(t))));
   k.eps = static_cast<float>(eps_);
   k.step_size = static_cast<float>(lr / (1.0 - std::pow(beta1_, static_cast<double>(t))));
+  k.keep = 1.0f;
+  return k;
+}
+
+void AdamW::step(float* params, const float* grads, double lr) {
+  const AdamWScalars k = scalars(lr);
   const float decay_factor = static_cast<float>(1.0 - lr * weight_decay_);
   const auto& specs = table_.specs();
   float* m_all = m_.data();
@@ -91,7 +118,37 @@ void AdamW::step(float* params, const float* grads, double lr) {
       const int64_t begin = std::min(s.numel, tid * chunk);
       const int64_t end = std::min(s.numel, begin + chunk);
       const int64_t off = s.offset + begin;
-      adamw_update(params + off, grads + off, m_all + off, v_all + off, end - begin, local);
+      // (g is only read when kFused is false.)
+      adamw_update<false>(params + off, const_cast<float*>(grads) + off, m_all + off, v_all + off,
+                          end - begin, local);
+    }
+  }
+}
+
+void AdamW::step_fused(float* params, float* grads, double lr, const FusedStepExtras& extras) {
+  const AdamWScalars k = scalars(lr);
+  const float decay_factor = static_cast<float>(1.0 - lr * weight_decay_);
+  const GradTransform x{extras.grad_unscale, extras.grad_clip, extras.zero_grads};
+  const TypedPtr lowp = extras.params_lowp;
+  const auto& specs = table_.specs();
+  float* m_all = m_.data();
+  float* v_all = v_.data();
+#pragma omp parallel
+  {
+    // The same slices as step(), walked in blocks so that each block of updated params is still
+    // in L1 when it is rounded into the 16-bit copy.
+    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    AdamWScalars local = k;
+    for (const auto& s : specs) {
+      local.keep = s.decay ? decay_factor : 1.0f;
+      const int64_t chunk = ((s.numel + nt - 1) / nt + 15) / 16 * 16;
+      const int64_t begin = std::min(s.numel, tid * chunk);
+      const int64_t end = std::min(s.numel, begin + chunk);
+      for (int64_t b = begin; b < end; b += cpu::kConvertBlock) {
+        const int64_t off = s.offset + b, n = std::min(cpu::kConvertBlock, end - b);
+        adamw_update<true>(params + off, grads + off, m_all + off, v_all + off, n, local, x);
+        if (lowp) cpu::narrow(lowp.at(off), params + off, n);
+      }
     }
   }
 }

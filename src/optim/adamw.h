@@ -8,6 +8,8 @@
 
 namespace nanogpt {
 
+struct AdamWScalars;  // one step's constants (adamw.cpp)
+
 class AdamW : public Optimizer {
  public:
   AdamW(const ParamTable& table, double beta1, double beta2, double weight_decay, double eps = 1e-8,
@@ -18,9 +20,16 @@ class AdamW : public Optimizer {
   //   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
   void step(float* params, const float* grads, double lr) override;
   std::string name() const override { return "adamw"; }
+  int64_t numel() const override { return table_.total_numel(); }
+  // One pass: each element's gradient (g * unscale) * clip, the update above, round(p) into the
+  // 16-bit copy, g = 0; bit-identical to the separate passes.
+  void step_fused(float* params, float* grads, double lr, const FusedStepExtras& extras) override;
   std::vector<OptimizerStateTensor> state_tensors() override;
 
  private:
+  // ++steps and this step's scalars (keep = 1; the caller sets it per tensor).
+  AdamWScalars scalars(double lr);
+
   ParamTable table_;
   double beta1_, beta2_, weight_decay_, eps_;
   Buffer<float> m_;  // (total_numel) first moments

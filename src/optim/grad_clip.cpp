@@ -1,4 +1,5 @@
-// Global gradient norm (one OpenMP pass, double accumulation) and clipping.
+// Global gradient norm (one OpenMP pass, double accumulation; optionally of the unscaled values)
+// and clipping.
 #include "optim/grad_clip.h"
 
 #include <omp.h>
@@ -8,7 +9,7 @@
 
 namespace nanogpt {
 
-double grad_global_norm(const ParamTable& table, const float* grads) {
+double grad_global_norm(const ParamTable& table, const float* grads, float unscale) {
   const auto& specs = table.specs();
   double sum = 0.0;
 #pragma omp parallel reduction(+ : sum)
@@ -23,19 +24,27 @@ double grad_global_norm(const ParamTable& table, const float* grads) {
       const int64_t end = std::min(spec.numel, begin + chunk);
       double acc = 0.0;
 #pragma omp simd reduction(+ : acc)
-      for (int64_t i = begin; i < end; ++i) acc += static_cast<double>(g[i]) * g[i];
+      for (int64_t i = begin; i < end; ++i) {
+        const float v = g[i] * unscale;  // what GradScaler::unscale stores
+        acc += static_cast<double>(v) * v;
+      }
       sum += acc;
     }
   }
   return std::sqrt(sum);
 }
 
+float clip_coefficient(double norm, double max_norm) {
+  if (max_norm <= 0.0 || !std::isfinite(norm)) return 1.0f;
+  const double coef = max_norm / (norm + 1e-6);  // as torch: clip only when coef < 1
+  return coef < 1.0 ? static_cast<float>(coef) : 1.0f;
+}
+
 double clip_grad_norm(const ParamTable& table, float* grads, double max_norm) {
   const double norm = grad_global_norm(table, grads);
   if (max_norm <= 0.0 || !std::isfinite(norm)) return norm;
-  const double coef = max_norm / (norm + 1e-6);  // as torch: clip only when coef < 1
-  if (coef >= 1.0) return norm;
-  const float scale = static_cast<float>(coef);
+  if (max_norm / (norm + 1e-6) >= 1.0) return norm;
+  const float scale = clip_coefficient(norm, max_norm);
   const auto& specs = table.specs();
   const int n_specs = static_cast<int>(specs.size());
 #pragma omp parallel

@@ -7,8 +7,16 @@
 namespace nanogpt {
 
 // L2 norm of all gradients together, accumulated in double. grads: the gradient arena
-// (table.total_numel() floats, each tensor at its spec's offset).
-double grad_global_norm(const ParamTable& table, const float* grads);
+// (table.total_numel() floats, each tensor at its spec's offset). With unscale != 1 it is the norm
+// of the float products g * unscale, computed on the fly without writing them: bit-identical to
+// GradScaler::unscale followed by this function with unscale 1 (the fused optimizer step's
+// read-only pass; inf/nan anywhere makes it non-finite).
+double grad_global_norm(const ParamTable& table, const float* grads, float unscale = 1.0f);
+
+// The factor clip_grad_norm scales the gradients by for this (pre-clipping) norm: max_norm /
+// (norm + 1e-6) rounded to float when that is < 1; else 1 (also for max_norm <= 0 or a non-finite
+// norm). Multiplying by 1 changes no float, so a fused step may always apply it.
+float clip_coefficient(double norm, double max_norm);
 
 // Computes the global norm and, if max_norm > 0 and max_norm / (norm + 1e-6) < 1, scales every
 // gradient by max_norm / (norm + 1e-6). Returns the norm BEFORE clipping. A non-finite norm

@@ -16,7 +16,7 @@ GradScaler::GradScaler(bool enabled, GradScalerConfig config)
 
 bool GradScaler::unscale(std::span<float> grads) const {
   // The reciprocal in float as PyTorch does (exact for the power-of-two scales used here).
-  const float inv = enabled_ ? static_cast<float>(1.0 / state_.scale) : 1.0f;
+  const float inv = inv_scale();
   float* g = grads.data();
   const int64_t n = static_cast<int64_t>(grads.size());
   int bad = 0;

@@ -34,6 +34,8 @@ class GradScaler {
   bool enabled() const { return enabled_; }
   // The factor the loss is multiplied by (1 when disabled).
   float scale() const { return enabled_ ? static_cast<float>(state_.scale) : 1.0f; }
+  // The factor unscale() multiplies by: 1/scale in float (1 when disabled).
+  float inv_scale() const { return enabled_ ? static_cast<float>(1.0 / state_.scale) : 1.0f; }
   const GradScalerState& state() const { return state_; }
 
   // grads *= 1 / scale (in place, float32, one parallel pass); returns true when every gradient is

@@ -1,11 +1,26 @@
 // The optimizer factory, and how much state each optimizer keeps.
 #include "optim/optimizer.h"
 
+#include <cstring>
+
 #include "core/check.h"
+#include "kernels/ops_lowp.h"
 #include "optim/adamw.h"
 #include "optim/sgd.h"
 
 namespace nanogpt {
+
+void Optimizer::step_fused(float* params, float* grads, double lr, const FusedStepExtras& x) {
+  const int64_t n = numel();
+  if (x.grad_unscale != 1.0f || x.grad_clip != 1.0f) {
+    const float u = x.grad_unscale, c = x.grad_clip;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) grads[i] = (grads[i] * u) * c;
+  }
+  step(params, grads, lr);
+  if (x.params_lowp) cpu::convert(x.params_lowp, params, n);
+  if (x.zero_grads) std::memset(grads, 0, static_cast<size_t>(n) * sizeof(float));
+}
 
 int optimizer_state_tensor_count(const OptimConfig& config) {
   if (config.optimizer == "sgd") return config.momentum > 0.0 ? 1 : 0;

@@ -16,6 +16,7 @@ class Sgd : public Optimizer {
 
   void step(float* params, const float* grads, double lr) override;
   std::string name() const override { return "sgd"; }
+  int64_t numel() const override { return table_.total_numel(); }
   // {"momentum"} when momentum > 0, else nothing.
   std::vector<OptimizerStateTensor> state_tensors() override;
 

@@ -37,6 +37,7 @@ struct TrainConfig {
   std::string attention = "flash";
   bool fused = true;
   bool activation_checkpointing = false;
+  bool fused_mlp = false;
   int64_t threads = 0;
   bool profile = false;
   // data-parallel (mpirun -np N)
@@ -83,10 +84,16 @@ struct TrainConfig {
       "non-flash path: the (B, n_head, T, T) probabilities materialized and kept for backward)");
     v("fused", fused,
       "True: fused kernels (each residual add in one pass with the LayerNorm it feeds; the "
-      "classifier in row chunks fused with its backward, never holding the logits); False: the "
-      "unfused paths (separate residual add and LayerNorm; the classifier over all rows at once, "
-      "the (B*T, vocab) logits materialized). Same results either way; LayerNorm/GELU recompute "
-      "in the backward is on in both");
+      "classifier in row chunks fused with its backward, never holding the logits; the optimizer "
+      "step in two passes over memory: gradient norm, then unscale x clip + update + 16-bit "
+      "weight copy + zeroed gradients); False: the unfused paths (separate residual add and "
+      "LayerNorm; the classifier over all rows at once, the (B*T, vocab) logits "
+      "materialized; one optimizer pass per stage). Same results either way; LayerNorm/GELU "
+      "recompute in the backward is on in both");
+    v("fused_mlp", fused_mlp,
+      "with fused=True: bias + GELU in the epilogue of the MLP's fc matmul and the GELU "
+      "derivative in the epilogue of its backward, row block by row block (same results). Off by "
+      "default: slower on a shared 2-core machine (docs/benchmarks.md); try it on yours");
     v("activation_checkpointing", activation_checkpointing,
       "True: keep only each block's output in the forward and run each block's forward again "
       "(up to its MLP's first matmul) just before its backward: activation memory of one block "

@@ -32,12 +32,12 @@
 #include "kernels/context.h"
 #include "kernels/dtype.h"
 #include "model/gpt.h"
-#include "optim/grad_clip.h"
 #include "optim/grad_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/metrics.h"
 #include "train/model_source.h"
+#include "train/optimizer_step.h"
 #include "train/train_state.h"
 
 namespace nanogpt {
@@ -205,10 +205,13 @@ class TrainingRun {
     model_ =
         std::make_unique<GPT>(config_.model, &tracker_,
                               shard_masters ? MasterWeights::kOutside : MasterWeights::kInModel);
-    model_->set_kernel_choices(
-        {config_.attention == "naive", config_.fused, config_.activation_checkpointing});
+    model_->set_kernel_choices({.naive_attention = config_.attention == "naive",
+                                .fused = config_.fused,
+                                .checkpoint_blocks = config_.activation_checkpointing,
+                                .fused_mlp = config_.fused_mlp});
     model_->set_dtype(dtype_);
     scaler_ = GradScaler(/*enabled=*/dtype_ == DType::kF16);
+    optimizer_step_ = OptimizerStep(config_.fused);
     if (config_.profile) model_->set_profile(&profile_);
     if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
       zero_ =
@@ -495,28 +498,36 @@ class TrainingRun {
       // power of two). An inf/nan among them makes the global norm non-finite on every rank alike
       // (ZeRO-1 included), which skips this step and halves the scale. A non-finite loss is no
       // overflow: it stops the run as in float32.
-      if (scaler_.enabled()) scaler_.unscale(model_->grads());
-      double norm =
-          zero_ ? zero_->reduce_gradients(model_->grads().data(), &comm_s)
-                : clip_grad_norm(model_->table(), model_->grads().data(), config_.optim.grad_clip);
+      // Without ZeRO-1, OptimizerStep runs the unscale, norm, clipping, update, 16-bit copy and
+      // zeroing (fused=True: in two passes over memory, optimizer_step.h).
+      double norm;
+      if (zero_) {
+        if (scaler_.enabled()) scaler_.unscale(model_->grads());
+        norm = zero_->reduce_gradients(model_->grads().data(), &comm_s);
+      } else {
+        norm = optimizer_step_.measure(*model_, scaler_, config_.optim.grad_clip);
+      }
       const bool skipped =
           scaler_.enabled() && !std::isfinite(norm) && std::isfinite(loss_sum);
+      bool grads_zeroed = false;
       if (!skipped) {
         stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
         if (zero_) {
           zero_->step(*model_, ctx_, lr, norm, config_.optim.grad_clip, &comm_s);
         } else {
-          optimizer_->step(model_->params().data(), model_->grads().data(), lr);
+          optimizer_step_.apply(*model_, *optimizer_, lr);
+          grads_zeroed = true;
         }
       }
       scaler_.update(skipped);
       result_.comm_wait_seconds += comm_s;
-      model_->zero_grad();
+      if (!grads_zeroed) model_->zero_grad();
       if (config_.profile) {
-        // Clipping reads the grads, the step reads grads + params + state and writes params +
-        // state, zero_grad writes the grads (AdamW: 2 state tensors).
         const double n = static_cast<double>(model_->table().total_numel());
-        profile_.add(OpClass::kOptimizer, optimizer_timer.seconds(), 0, 4.0 * n * 9);
+        const int state = static_cast<int>(optimizer_->state_tensors().size());
+        profile_.add(OpClass::kOptimizer, optimizer_timer.seconds(), 0,
+                     zero_ || skipped ? 4.0 * n * (3 + 2.0 * state + 2)
+                                      : optimizer_step_.bytes_moved(*model_, state));
       }
       double ms = step_timer.ms();
       if (config_.profile) profile_.add_step(ms / 1e3);
@@ -591,6 +602,7 @@ class TrainingRun {
   std::unique_ptr<GPT> model_;
   DType dtype_ = DType::kF32;
   GradScaler scaler_;  // enabled for float16 only
+  OptimizerStep optimizer_step_{true};  // set from config_.fused in setup
   std::unique_ptr<Optimizer> owned_optimizer_;  // zero_stage 0
   std::unique_ptr<Zero1> zero_;                 // zero_stage 1
   Optimizer* optimizer_ = nullptr;              // one of the two

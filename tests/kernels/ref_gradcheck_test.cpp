@@ -1,7 +1,7 @@
-// Tier-2 checks: every ref backward formula vs central finite differences of a DOUBLE-precision
-// copy of the forward math written here (so the check does not inherit float rounding). The loss
-// is L = sum_i dout_i * out_i with random dout; gradients are pre-filled with a known value G0 and
-// (grad - G0) is compared, which also checks the += semantics.
+// Tier-2 checks: every ref backward formula (and the cpu fused MLP backward) vs central finite
+// differences of a DOUBLE-precision copy of the forward math written here (so the check does not
+// inherit float rounding). The loss is L = sum_i dout_i * out_i with random dout; gradients are
+// pre-filled with a known value G0 and (grad - G0) is compared, which also checks the += semantics.
 //
 // Tolerance: |g_ref - g_fd| <= 1e-5 (1 + |g_fd|). The ref backward returns float (relative
 // rounding 6e-8) computed from float intermediates (mean/rstd/lse: relative 6e-8, amplified by
@@ -18,7 +18,9 @@
 
 #include "core/rng.h"
 #include "kernel_test_util.h"
+#include "kernels/context.h"
 #include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
 
 namespace nanogpt {
 namespace {
@@ -243,6 +245,49 @@ TEST(MatmulGrad, MatchesFiniteDifferences) {
   check_grad(w, loss, dw, "dweight");
   check_grad(b, loss, db, "dbias");
 }
+
+// The fused MLP backward (ops_lowp.h: out = gelu(pre) . W^T + b), ref and cpu: dweight and dbias
+// accumulate (pre-filled with G0), dpre is OVERWRITTEN (pre-filled with garbage that must vanish).
+class GeluMatmulGrad : public ::testing::TestWithParam<GeluKind> {};
+
+TEST_P(GeluMatmulGrad, MatchesFiniteDifferences) {
+  const GeluKind kind = GetParam();
+  const int N = 3, C = 6, OC = 4;  // pre (N, C), W (OC, C), out (N, OC)
+  const auto pf = random_normal(N * C, 1, 2.0f), wf = random_normal(OC * C, 2),
+             bf = random_normal(OC, 3), dout = random_normal(N * OC, 4);
+  Vd pre = to_d(pf), w = to_d(wf), b = to_d(bf);
+  auto loss = [&] {
+    double s = 0;
+    for (int n = 0; n < N; ++n) {
+      for (int o = 0; o < OC; ++o) {
+        double y = b[o];
+        for (int c = 0; c < C; ++c) y += gelu_d(pre[n * C + c], kind) * w[o * C + c];
+        s += y * dout[n * OC + o];
+      }
+    }
+    return s;
+  };
+  KernelContext ctx;
+  for (const bool cpu_op : {false, true}) {
+    const std::string who = cpu_op ? "cpu " : "ref ";
+    std::vector<float> dpre(N * C, 123.0f);
+    auto dw = filled(OC * C), db = filled(OC);
+    if (cpu_op) {
+      cpu::gelu_matmul_backward(ctx, dpre.data(), dw.data(), db.data(), dout.data(), pf.data(),
+                                wf.data(), N, C, OC, kind);
+    } else {
+      ref::gelu_matmul_backward(dpre.data(), dw.data(), db.data(), dout.data(), pf.data(),
+                                wf.data(), N, C, OC, kind);
+    }
+    for (float& d : dpre) d += kG0;  // check_grad compares grad - G0
+    check_grad(pre, loss, dpre, who + "dpre");
+    check_grad(w, loss, dw, who + "dweight");
+    check_grad(b, loss, db, who + "dbias");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, GeluMatmulGrad,
+                         ::testing::Values(GeluKind::kTanh, GeluKind::kExact));
 
 TEST(LinearOpsGrad, EncoderResidualDropoutMatchFiniteDifferences) {
   const int B = 2, T = 3, C = 4, V = 3;

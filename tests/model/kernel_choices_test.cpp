@@ -1,9 +1,8 @@
-// KernelChoices (the `attention`, `fused` and `activation_checkpointing` keys) change how the model
-// computes, never what:
-// attention=naive and fused=False give the default path's loss and gradients (with dropout, so the
-// naive path's recomputed masks are covered), and the naive path holds its (L, B, NH, T, T)
-// probabilities in tracked memory; activation checkpointing gives the same gradients bit for bit
-// and keeps one block's activations.
+// KernelChoices (the `attention`, `fused`, `fused_mlp` and `activation_checkpointing` keys) change
+// how the model computes, never what: attention=naive, fused=False and fused_mlp=True give the
+// default path's loss and gradients (with dropout, so the naive path's recomputed masks are
+// covered), and the naive path holds its (L, B, NH, T, T) probabilities in tracked memory;
+// activation checkpointing gives the same gradients bit for bit and keeps one block's activations.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -116,6 +115,10 @@ TEST(KernelChoices, ActivationCheckpointingKeepsOneBlock) {
   const int64_t C = c.n_embd;
   EXPECT_GE(saved, 5 * N * 9 * C * 4);
   EXPECT_EQ(kept_mem.peak_bytes() - recomputed_mem.peak_bytes(), saved);
+}
+
+TEST(KernelChoices, FusedMlpEpilogueMatchesFused) {
+  expect_same(run({.naive_attention = false, .fused = true, .fused_mlp = true}), run({}));
 }
 
 TEST(KernelChoices, NaiveAttentionHoldsTheProbabilities) {

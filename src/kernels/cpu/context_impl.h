@@ -15,7 +15,9 @@
 
 namespace nanogpt {
 
-enum class MatmulKind { kForward, kBackwardData, kBackwardWeight };
+// kBackwardData accumulates (dinp += dout . W, the ops' convention); kBackwardDataSet overwrites
+// (dinp = dout . W: the fused MLP backward's block of d(gelu), kernels/cpu/mlp_fused.cpp).
+enum class MatmulKind { kForward, kBackwardData, kBackwardWeight, kBackwardDataSet };
 
 struct MatmulKey {
   int64_t n;
@@ -46,9 +48,10 @@ struct KernelContext::Impl {
   // Native bf16 matmul here: -1 not probed yet, 0 no (widen to float32), 1 yes (impl: its name).
   int native_bf16 = -1;
   std::string native_bf16_impl;
-  // Float scratch of the low-precision kernels (widened blocks, float copies of weights): slot k
-  // grows on demand and is reused by later calls.
-  std::vector<float> scratch[4];
+  // Float scratch of the low-precision kernels (widened blocks, float copies of weights; slots
+  // 0-3) and of the fused MLP ops (blocks of gelu(pre) and its gradient; slots 4-5, any dtype in
+  // float-sized storage): slot k grows on demand and is reused by later calls.
+  std::vector<float> scratch[6];
   float* scratch_f32(int slot, size_t n) {
     if (scratch[slot].size() < n) scratch[slot].resize(n);
     return scratch[slot].data();

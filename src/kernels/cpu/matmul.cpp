@@ -44,10 +44,12 @@ CachedMatmul make_matmul(dnnl::engine& engine, const MatmulKey& k) {
     dst = mat(k.n, k.oc, k.oc, 1, out);  // out (N,OC)
     if (k.bias) bias = mat(1, k.oc, k.oc, 1);
   } else {
-    dnnl::post_ops po;
-    po.append_sum(1.0f);  // dst += result
-    attr.set_post_ops(po);
-    if (k.kind == MatmulKind::kBackwardData) {
+    if (k.kind != MatmulKind::kBackwardDataSet) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);  // dst += result
+      attr.set_post_ops(po);
+    }
+    if (k.kind == MatmulKind::kBackwardData || k.kind == MatmulKind::kBackwardDataSet) {
       src = mat(k.n, k.oc, k.oc, 1, in);  // dout (N,OC)
       wei = mat(k.oc, k.c, k.c, 1, in);   // W (OC,C)
       dst = mat(k.n, k.c, k.c, 1, out);   // dinp (N,C)
