@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -75,6 +76,14 @@ void adamw_update(float* p, float* g, float* m, float* v, int64_t n, const AdamW
 #endif
 }
 
+// This thread's slice [begin, end) of a tensor of n elements, in multiples of 16 elements: the
+// same slices in step() and step_fused(), whatever the thread count does to their edges.
+std::pair<int64_t, int64_t> thread_slice(int64_t n, int64_t threads, int64_t tid) {
+  const int64_t chunk = ((n + threads - 1) / threads + 15) / 16 * 16;
+  const int64_t begin = std::min(n, tid * chunk);
+  return {begin, std::min(n, begin + chunk)};
+}
+
 }  // namespace
 
 AdamW::AdamW(const ParamTable& table, double beta1, double beta2, double weight_decay, double eps,
@@ -113,10 +122,7 @@ void AdamW::step(float* params, const float* grads, double lr) {
     AdamWScalars local = k;
     for (const auto& s : specs) {
       local.keep = s.decay ? decay_factor : 1.0f;
-      // This thread's slice of the tensor, in multiples of 16 elements.
-      const int64_t chunk = ((s.numel + nt - 1) / nt + 15) / 16 * 16;
-      const int64_t begin = std::min(s.numel, tid * chunk);
-      const int64_t end = std::min(s.numel, begin + chunk);
+      const auto [begin, end] = thread_slice(s.numel, nt, tid);
       const int64_t off = s.offset + begin;
       // (g is only read when kFused is false.)
       adamw_update<false>(params + off, const_cast<float*>(grads) + off, m_all + off, v_all + off,
@@ -141,9 +147,7 @@ void AdamW::step_fused(float* params, float* grads, double lr, const FusedStepEx
     AdamWScalars local = k;
     for (const auto& s : specs) {
       local.keep = s.decay ? decay_factor : 1.0f;
-      const int64_t chunk = ((s.numel + nt - 1) / nt + 15) / 16 * 16;
-      const int64_t begin = std::min(s.numel, tid * chunk);
-      const int64_t end = std::min(s.numel, begin + chunk);
+      const auto [begin, end] = thread_slice(s.numel, nt, tid);
       for (int64_t b = begin; b < end; b += cpu::kConvertBlock) {
         const int64_t off = s.offset + b, n = std::min(cpu::kConvertBlock, end - b);
         adamw_update<true>(params + off, grads + off, m_all + off, v_all + off, n, local, x);

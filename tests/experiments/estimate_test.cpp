@@ -70,13 +70,19 @@ INSTANTIATE_TEST_SUITE_P(
                            {"--activation_checkpointing=True", "--dtype=bfloat16"}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
-TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {
+// 2 layers, 2 heads, 32 wide, context 16, vocab 64.
+TrainConfig tiny_config() {
   TrainConfig config;
   config.model.n_layer = 2;
   config.model.n_head = 2;
   config.model.n_embd = 32;
   config.model.block_size = 16;
   config.model.vocab_size = 64;
+  return config;
+}
+
+TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {
+  TrainConfig config = tiny_config();
   config.batch_size = 3;
   const TrainingEstimate e = estimate_training(config);
   int64_t sum = 0;
@@ -94,12 +100,7 @@ TEST(Estimate, BreakdownSumsToPeakAndNamesEachPart) {
 
 // The printed summary names every choice the peak depends on, the kernel choices included.
 TEST(Estimate, SummaryNamesDtypeAttentionAndFusion) {
-  TrainConfig config;
-  config.model.n_layer = 2;
-  config.model.n_head = 2;
-  config.model.n_embd = 32;
-  config.model.block_size = 16;
-  config.model.vocab_size = 64;
+  TrainConfig config = tiny_config();
   const std::string plain = format_estimate(estimate_training(config), 0);
   EXPECT_NE(plain.find("dtype float32, optimizer adamw, attention flash, fused True,"),
             std::string::npos)

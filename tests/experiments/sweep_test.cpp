@@ -25,6 +25,14 @@ int64_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
+// dir/base.py: a 2-layer, 32-wide model on dir/data that trains at about a millisecond a step.
+void write_tiny_base(const std::string& dir) {
+  std::ofstream(dir + "/base.py") << "data_dir = 'data'\nbatch_size = 4\nblock_size = 32\n"
+                                     "n_layer = 2\nn_head = 2\nn_embd = 32\n"
+                                     "gradient_accumulation_steps = 1\neval_iters = 2\n"
+                                     "learning_rate = 1e-3\nwarmup_iters = 10\n";
+}
+
 TEST(Sweep, SmokeGridRowsSkipOnRerunAndFailureRecorded) {
   const std::string dir = scratch_dir("sweep_smoke");
   write_dataset(dir + "/data");
@@ -85,10 +93,7 @@ TEST(Sweep, SmokeGridRowsSkipOnRerunAndFailureRecorded) {
 TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
   const std::string dir = scratch_dir("sweep_kill");
   write_dataset(dir + "/data");
-  std::ofstream(dir + "/base.py") << "data_dir = 'data'\nbatch_size = 4\nblock_size = 32\n"
-                                     "n_layer = 2\nn_head = 2\nn_embd = 32\n"
-                                     "gradient_accumulation_steps = 1\neval_iters = 2\n"
-                                     "learning_rate = 1e-3\nwarmup_iters = 10\n";
+  write_tiny_base(dir);
   std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = 1\n"
                                       "max_iters = 4000\nlr_decay_iters = 4000\n"
                                       "eval_interval = 100\nlog_interval = 10\n";
@@ -100,7 +105,7 @@ TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
   // Wait for a checkpoint beyond the first eval, then kill the sweep (not its child: the child
   // must die with it).
   bool killed = false;
-  for (int i = 0; i < 2000 && !killed; ++i) {
+  for (int i = 0; i < 6000 && !killed; ++i) {  // up to 2 minutes on a loaded machine
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (fs::exists(state) && read_text(metrics).find("\"iter\":200,\"train_loss\"") != std::string::npos) {
       ::kill(pid, SIGKILL);
@@ -152,10 +157,7 @@ TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
 TEST(Sweep, LiveProgressLineOnATerminal) {
   const std::string dir = scratch_dir("sweep_tty");
   write_dataset(dir + "/data");
-  std::ofstream(dir + "/base.py") << "data_dir = 'data'\nbatch_size = 4\nblock_size = 32\n"
-                                     "n_layer = 2\nn_head = 2\nn_embd = 32\n"
-                                     "gradient_accumulation_steps = 1\neval_iters = 2\n"
-                                     "learning_rate = 1e-3\nwarmup_iters = 10\n";
+  write_tiny_base(dir);
   // Two runs of one to three seconds each: long enough for a few half-second updates.
   std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = 2\n"
                                       "max_iters = 300\nlr_decay_iters = 300\n"

@@ -371,7 +371,9 @@ TEST(LowpMatmulTest, NativeBf16ReportsItsKernel) {
   const char* name = nullptr;
   const bool native = cpu::native_matmul(ctx, DType::kBF16, &name);
   ASSERT_NE(name, nullptr);
-  if (native) EXPECT_NE(std::string(name), "");
+  if (native) {
+    EXPECT_NE(std::string(name), "");
+  }
   EXPECT_FALSE(cpu::native_matmul(ctx, DType::kF16));
   EXPECT_TRUE(cpu::native_matmul(ctx, DType::kF32));
 }

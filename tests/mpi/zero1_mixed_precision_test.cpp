@@ -49,7 +49,9 @@ TEST_P(ZeroOneMixedPrecision, EqualsPlainDataParallel) {
   EXPECT_LT(lp.back(), lp.front() - 0.1) << "the run should learn, else equality proves little";
   if (dtype == "float16") {  // the GradScaler's state was saved and is the same
     for (const auto& rec : e2e::read_jsonl(dir + "/zero/metrics.jsonl")) {
-      if (rec.contains("loss")) ASSERT_TRUE(rec.contains("loss_scale")) << rec.dump();
+      if (rec.contains("loss")) {
+        ASSERT_TRUE(rec.contains("loss_scale")) << rec.dump();
+      }
     }
   }
 }
