@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "core/check.h"
+#include "core/config_parse.h"
 #include "experiments/sweep_file.h"
 #include "experiments/sweep_runner.h"
 
@@ -22,7 +23,10 @@ std::string sweep_help() {
          "  model_<name> = '--k=v ...'  a model variation ('' = unchanged)\n"
          "  optim_<name> = '--k=v ...'  an optimization variation\n"
          "  <train key> = value         applies to every run\n"
-         "Options: --retry_failed=True runs failed runs again; --dry_run=True lists the runs.\n"
+         "Options: --retry_failed=True runs failed runs again; --dry_run=True lists the runs;\n"
+         "--progress=auto|live|lines: the live progress line on a terminal (auto), always (live:\n"
+         "also when piped to a log) or never (lines); --progress_interval=0.5 seconds between\n"
+         "its updates.\n"
          "--key=value overrides any sweep-file key. Then: nanogpt report OUT_DIR.\n";
 }
 
@@ -38,6 +42,22 @@ int sweep_command(const Args& args) {
       CHECK(std::holds_alternative<bool>(a.value), "{}: {} expects True or False", a.origin,
             a.key);
       (a.key == "retry_failed" ? options.retry_failed : options.dry_run) = std::get<bool>(a.value);
+    } else if (a.key == "progress") {
+      const std::string* mode = std::get_if<std::string>(&a.value);
+      CHECK(mode && (*mode == "auto" || *mode == "live" || *mode == "lines"),
+            "{}: progress expects auto, live or lines, got {}", a.origin,
+            config_value_repr(a.value));
+      options.progress = *mode == "auto"   ? SweepOptions::Progress::kAuto
+                         : *mode == "live" ? SweepOptions::Progress::kLive
+                                           : SweepOptions::Progress::kLines;
+    } else if (a.key == "progress_interval") {
+      const double* s = std::get_if<double>(&a.value);
+      const int64_t* i = std::get_if<int64_t>(&a.value);
+      const double seconds = s ? *s : i ? static_cast<double>(*i) : -1;
+      CHECK(seconds > 0 && seconds <= 3600,
+            "{}: progress_interval expects seconds between 0 and 3600 (e.g. 0.5), got {}",
+            a.origin, config_value_repr(a.value));
+      options.progress_interval_s = seconds;
     } else {
       overrides.push_back(a);
     }

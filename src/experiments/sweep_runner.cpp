@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -71,7 +72,10 @@ std::string number(double v, int precision = 6) {
 
 class ProgressLine {
  public:
-  explicit ProgressLine(int64_t total) : total_(total), tty_(::isatty(STDERR_FILENO) != 0) {}
+  ProgressLine(int64_t total, SweepOptions::Progress mode)
+      : total_(total),
+        tty_(mode == SweepOptions::Progress::kLive ||
+             (mode == SweepOptions::Progress::kAuto && ::isatty(STDERR_FILENO) != 0)) {}
 
   void update(const std::string& text) {
     if (!tty_) return;
@@ -122,7 +126,9 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   }
   fs::create_directories(plan.out_dir);
 
-  ProgressLine progress(static_cast<int64_t>(plan.runs.size()));
+  ProgressLine progress(static_cast<int64_t>(plan.runs.size()), options.progress);
+  const auto poll = std::chrono::milliseconds(
+      std::clamp<int64_t>(static_cast<int64_t>(options.progress_interval_s * 1000 / 4), 1, 50));
   Timer sweep_timer;
   double seconds_of_runs = 0;  // wall time of the runs done in this session
   int64_t runs_timed = 0;
@@ -155,8 +161,8 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
       ChildProcess child(args, out_log, err_log);
       Timer since_update;
       while (!child.finished()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        if (since_update.seconds() < 0.5) continue;
+        std::this_thread::sleep_for(poll);
+        if (since_update.seconds() < options.progress_interval_s) continue;
         since_update.reset();
         const RunCurves curves = read_run_curves(metrics_path);
         const int64_t iter = curves.steps.empty() ? 0 : curves.steps.back().iter + 1;

@@ -13,6 +13,11 @@ namespace nanogpt {
 struct SweepOptions {
   bool retry_failed = false;  // run again runs recorded as failed (their row is superseded)
   bool dry_run = false;       // print the runs and their commands, run nothing
+  // The live progress line: kAuto when stderr is a terminal, kLive always (a log that keeps the
+  // carriage returns), kLines never (only the started/done lines).
+  enum class Progress { kAuto, kLive, kLines };
+  Progress progress = Progress::kAuto;
+  double progress_interval_s = 0.5;  // seconds between live updates
 };
 
 struct SweepOutcome {
