@@ -117,6 +117,22 @@ BENCHMARK(BM_AttentionForwardBackward)
     ->Args({1, 8192, 0})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// W2's attention: B 64, 6 heads x 64, T 256, fwd+bwd (args: dropout*10), FLOPs as above.
+void BM_AttentionW2(benchmark::State& state) {
+  const int B = 64, T = 256, C = 384, NH = 6;
+  const float p = state.range(0) / 10.0f;
+  auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
+  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
+  for (auto _ : state) {
+    cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
+    cpu::attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T, C,
+                            NH, p, 5);
+    benchmark::DoNotOptimize(dqkv.data());
+  }
+  set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
+}
+BENCHMARK(BM_AttentionW2)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd).
 // FLOPs as above (FlashAttention's convention for causal attention: backward = 2.5 x forward).
 void BM_AttentionW4(benchmark::State& state) {

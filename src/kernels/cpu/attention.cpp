@@ -16,37 +16,15 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/tile_gemm.h"
-#include "kernels/cpu/vec_math.h"
 #include "kernels/ops.h"
 
 namespace nanogpt::cpu {
 
 namespace {
 
-constexpr int kBq = 32;  // query rows per block
-constexpr int kBk = 64;  // keys per block (the width of the score tile)
-
-struct Dims {
-  int B, T, TP, C, NH, HS, HSP;  // TP: T rounded up to kBk; HSP: HS rounded up to 16
-  float scale, p, keep_scale;
-  uint64_t seed;
-};
-
-Dims make_dims(int B, int T, int C, int NH, float p, uint64_t seed) {
-  const int HS = C / NH;
-  return {B,
-          T,
-          (T + kBk - 1) / kBk * kBk,
-          C,
-          NH,
-          HS,
-          (HS + 15) / 16 * 16,
-          1.0f / std::sqrt(static_cast<float>(HS)),
-          p,
-          p > 0 ? 1.0f / (1.0f - p) : 1.0f,
-          seed};
-}
+using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and row softmax
 
 // dst (TP, HSP) = the T rows of src (row stride ld, HS wide), zero padded.
 void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
@@ -71,36 +49,6 @@ inline const float* key_tile(const float* packed, int j0, const Dims& d) {
   return packed + static_cast<int64_t>(j0 / kBk) * d.HS * kBk;
 }
 
-static_assert(kBk == 64, "max_of_64 / sum_of_64 read one score row of 4 vectors");
-
-inline Vec16 vmax(Vec16 a, Vec16 b) { return a > b ? a : b; }
-
-// Largest / sum of the 16 lanes, by halving shuffles.
-inline float hmax16(Vec16 v) {
-  v = vmax(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
-  v = vmax(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
-  v = vmax(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
-  v = vmax(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
-  return v[0];
-}
-inline float hsum16(Vec16 v) {
-  v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-  return v[0];
-}
-inline float max_of_64(const float* row) {
-  return hmax16(vmax(vmax(load16(row), load16(row + 16)), vmax(load16(row + 32), load16(row + 48))));
-}
-inline float sum_of_64(const float* row) {
-  return hsum16((load16(row) + load16(row + 16)) + (load16(row + 32) + load16(row + 48)));
-}
-
-inline uint64_t mask_index(int b, int h, int t, int s, const Dims& d) {
-  return ((static_cast<uint64_t>(b) * d.NH + h) * d.T + t) * d.T + s;
-}
-
 // Per-thread forward buffers; kt, vp hold K^T and V of head packed_bh (packed on first use).
 struct ForwardScratch {
   std::vector<float> kt, vp, s, o, m, l;
@@ -120,8 +68,7 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
   const int nq = std::min(kBq, d.T - i0);
   const int64_t ld = 3 * static_cast<int64_t>(d.C);
   float* s = w.s.data();
-  float* o = w.o.data();
-  std::fill(w.o.begin(), w.o.end(), 0.0f);
+  float* o = w.o.data();  // written by the first key block's P V (set), then accumulated
   std::fill(w.m.begin(), w.m.end(), -INFINITY);
   std::fill(w.l.begin(), w.l.end(), 0.0f);
   const int last_key = i0 + nq - 1;
@@ -135,35 +82,17 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
       const int t = i0 + r;
       const int nv = std::clamp(t - j0 + 1, 0, nk);  // causal: keys j0..t
       float* row = s + r * kBk;
-      // Row max and sum by whole vectors (a scalar reduction chain per row costs as much as a
-      // quarter of the block's GEMMs); scale > 0, so max(row) * scale is the max of the scaled.
-      float mx = w.m[r];
-      if (nv == kBk) {
-        mx = std::max(mx, max_of_64(row) * d.scale);
-      } else {
-        for (int j = 0; j < nv; ++j) mx = std::max(mx, row[j] * d.scale);
-      }
-      const float corr = w.m[r] == -INFINITY ? 0.0f : fast_exp(w.m[r] - mx);
-#pragma omp simd
-      for (int j = 0; j < nv; ++j) row[j] = fast_exp(row[j] * d.scale - mx);
-      if (nv < kBk) std::fill(row + nv, row + kBk, 0.0f);
-      const float sum = sum_of_64(row);
-      if (d.p > 0) {
-        const uint64_t base = mask_index(b, h, t, j0, d);
-#pragma omp simd
-        for (int j = 0; j < nv; ++j) row[j] *= dropout_keep(d.seed, base + j, d.p, d.keep_scale);
-      }
-      w.m[r] = mx;
-      w.l[r] = w.l[r] * corr + sum;
-      if (corr != 1.0f) {
+      const float corr = softmax_row(row, nv, w.m[r], w.l[r], b, h, t, j0, d);
+      if (j0 > 0 && corr != 1.0f) {
         float* orow = o + r * d.HSP;
 #pragma omp simd
         for (int x = 0; x < d.HSP; ++x) orow[x] *= corr;
       }
     }
-    // O += P V
-    tile_gemm_acc(o, d.HSP, s, kBk, 1, vp + static_cast<int64_t>(j0) * d.HSP, d.HSP, nq, nk,
-                  d.HSP);
+    // O = P V (first key block), O += P V (the others)
+    (j0 == 0 ? tile_gemm_set : tile_gemm_acc)(o, d.HSP, s, kBk, 1,
+                                             vp + static_cast<int64_t>(j0) * d.HSP, d.HSP, nq, nk,
+                                             d.HSP);
   }
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
@@ -204,8 +133,8 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
 namespace {
 
 struct BackwardScratch {
-  std::vector<float> qp, dop, kp, kt, vt, s, dp, dkb, dvb;
-  explicit BackwardScratch(const Dims& d)
+  std::vector<float> qp, dop, kp, kt, vt, s, dp, dkb, dvb, dq;
+  explicit BackwardScratch(const Dims& d, bool own_dq)
       : qp(static_cast<size_t>(d.TP) * d.HSP),
         dop(qp.size()),
         kp(qp.size()),
@@ -214,12 +143,15 @@ struct BackwardScratch {
         s(kBq * kBk),
         dp(kBq * kBk),
         dkb(static_cast<size_t>(kBk) * d.HSP),
-        dvb(dkb.size()) {}
+        dvb(dkb.size()),
+        dq(own_dq ? qp.size() : 0) {}
 };
 
 // Key group g of G of head (b, h): key blocks g, g+G, g+2G, ... . dK, dV of those keys are added
-// into dqkv; dQ of the whole head goes into dq (TP, HSP), this task's partial (overwritten).
-// delta (T) = D_t of the head.
+// into dqkv. dQ: with G == 1 the task owns the whole head and adds it into dqkv itself (dq is the
+// thread's scratch, set by the first key block, which meets every query block); with G > 1 dq
+// (TP, HSP) is this task's partial (zeroed here, summed into dqkv by the caller).
+// delta (T) = D_t of the head. Every scratch tile is set by its first product, never zero-filled.
 void backward_task(float* dqkv, float* dq, const float* dout, const float* delta, const float* lse,
                    const float* qkv, int b, int h, int g, int G, const Dims& d,
                    BackwardScratch& w) {
@@ -229,7 +161,7 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* delta
   const float* dob = dout + static_cast<int64_t>(b) * T * d.C + h * HS;
   const float* lse_h = lse + (static_cast<int64_t>(b) * d.NH + h) * T;
   float* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
-  std::fill(dq, dq + static_cast<int64_t>(d.TP) * HSP, 0.0f);
+  if (G > 1) std::fill(dq, dq + static_cast<int64_t>(d.TP) * HSP, 0.0f);
   pack_rows(w.qp.data(), base, ld, d);
   pack_rows(w.kp.data(), base + d.C, ld, d);
   pack_rows(w.dop.data(), dob, d.C, d);
@@ -237,9 +169,8 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* delta
   pack_transposed(w.vt.data(), base + 2 * d.C, ld, d);
   for (int j0 = g * kBk; j0 < T; j0 += G * kBk) {
     const int nk = std::min(kBk, T - j0);
-    std::fill(w.dkb.begin(), w.dkb.end(), 0.0f);
-    std::fill(w.dvb.begin(), w.dvb.end(), 0.0f);
-    for (int i0 = j0 / kBq * kBq; i0 < T; i0 += kBq) {
+    const int first_i0 = j0 / kBq * kBq;
+    for (int i0 = first_i0; i0 < T; i0 += kBq) {
       const int nq = std::min(kBq, T - i0);
       const float* qb = w.qp.data() + static_cast<int64_t>(i0) * HSP;     // (nq, HSP)
       const float* dobk = w.dop.data() + static_cast<int64_t>(i0) * HSP;  // (nq, HSP)
@@ -250,34 +181,15 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* delta
         const int nv = std::clamp(t - j0 + 1, 0, nk);
         float* srow = w.s.data() + r * kBk;    // scores -> dropped probabilities P*M
         float* dprow = w.dp.data() + r * kBk;  // dout.v -> dscore * scale
-        const float lt = lse_h[t], dt = delta[t];
-        if (d.p > 0) {
-          const uint64_t idx = mask_index(b, h, t, j0, d);
-#pragma omp simd
-          for (int j = 0; j < nv; ++j) {
-            const float p = fast_exp(srow[j] * d.scale - lt);
-            const float mk = dropout_keep(d.seed, idx + j, d.p, d.keep_scale);
-            srow[j] = p * mk;
-            dprow[j] = p * (dprow[j] * mk - dt) * d.scale;
-          }
-        } else {
-#pragma omp simd
-          for (int j = 0; j < nv; ++j) {
-            const float p = fast_exp(srow[j] * d.scale - lt);
-            srow[j] = p;
-            dprow[j] = p * (dprow[j] - dt) * d.scale;
-          }
-        }
-        if (nv < kBk) {
-          std::fill(srow + nv, srow + kBk, 0.0f);
-          std::fill(dprow + nv, dprow + kBk, 0.0f);
-        }
+        backward_row(srow, dprow, nv, lse_h[t], delta[t], b, h, t, j0, d);
       }
-      // dV += (P*M)^T dO;  dK += dS^T Q;  dQ += dS K.
-      tile_gemm_acc(w.dvb.data(), HSP, w.s.data(), 1, kBk, dobk, HSP, nk, nq, HSP);
-      tile_gemm_acc(w.dkb.data(), HSP, w.dp.data(), 1, kBk, qb, HSP, nk, nq, HSP);
-      tile_gemm_acc(dq + static_cast<int64_t>(i0) * HSP, HSP, w.dp.data(), kBk, 1,
-                    w.kp.data() + static_cast<int64_t>(j0) * HSP, HSP, nq, nk, HSP);
+      // dV += (P*M)^T dO;  dK += dS^T Q;  dQ += dS K (each = on its first product).
+      const auto dkv_gemm = i0 == first_i0 ? tile_gemm_set : tile_gemm_acc;
+      dkv_gemm(w.dvb.data(), HSP, w.s.data(), 1, kBk, dobk, HSP, nk, nq, HSP);
+      dkv_gemm(w.dkb.data(), HSP, w.dp.data(), 1, kBk, qb, HSP, nk, nq, HSP);
+      (G == 1 && j0 == 0 ? tile_gemm_set : tile_gemm_acc)(
+          dq + static_cast<int64_t>(i0) * HSP, HSP, w.dp.data(), kBk, 1,
+          w.kp.data() + static_cast<int64_t>(j0) * HSP, HSP, nq, nk, HSP);
     }
     for (int r = 0; r < nk; ++r) {
       float* dk = dbase + static_cast<int64_t>(j0 + r) * ld + d.C;
@@ -288,13 +200,14 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* delta
       }
     }
   }
-}
-
-// Key groups per head: enough tasks for 4 per thread, at most one per key block.
-int key_groups(int BH, int T, int threads) {
-  const int nkb = (T + kBk - 1) / kBk;
-  const int want = (4 * threads + BH - 1) / BH;
-  return std::clamp(want, 1, nkb);
+  if (G == 1) {
+    for (int t = 0; t < T; ++t) {
+      float* dst = dbase + static_cast<int64_t>(t) * ld;
+      const float* src = dq + static_cast<int64_t>(t) * HSP;
+#pragma omp simd
+      for (int x = 0; x < HS; ++x) dst[x] += src[x];
+    }
+  }
 }
 
 }  // namespace
@@ -308,8 +221,9 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
   const int64_t ld = 3 * static_cast<int64_t>(C);
   const int64_t part = static_cast<int64_t>(d.TP) * d.HSP;  // one dQ partial (TP, HSP)
   std::vector<float> delta(static_cast<size_t>(BH) * T);    // (B, NH, T) D_t = dout_t . out_t
-  // (B*NH, G, TP, HSP), zeroed by the task that owns each partial.
-  std::unique_ptr<float[]> dq_parts(new float[static_cast<size_t>(BH) * G * part]);
+  // With G > 1: (B*NH, G, TP, HSP), zeroed by the task that owns each partial.
+  std::unique_ptr<float[]> dq_parts(G > 1 ? new float[static_cast<size_t>(BH) * G * part]
+                                          : nullptr);
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
@@ -324,15 +238,17 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
         delta[(b * NH + h) * T + t] = acc;
       }
     }
-    BackwardScratch w(d);
+    BackwardScratch w(d, G == 1);
     // Task i: head i%BH, key group i/BH (group 0 holds the longest key columns).
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < int64_t{BH} * G; ++i) {
       const int bh = static_cast<int>(i % BH), g = static_cast<int>(i / BH);
-      backward_task(dqkv, dq_parts.get() + (int64_t{bh} * G + g) * part, dout,
+      float* dq = G == 1 ? w.dq.data() : dq_parts.get() + (int64_t{bh} * G + g) * part;
+      backward_task(dqkv, dq, dout,
                     delta.data() + int64_t{bh} * T, lse, qkv, bh / NH, bh % NH, g, G, d, w);
     }
-    // dQ: sum the head's partials into dqkv, by rows.
+    // dQ with G > 1: sum the head's partials into dqkv, by rows.
+    if (G > 1) {
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < int64_t{B} * T; ++row) {
       const int64_t b = row / T, t = row % T;
@@ -344,6 +260,7 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
           for (int x = 0; x < d.HS; ++x) dst[x] += src[gi * part + x];
         }
       }
+    }
     }
   }
 }

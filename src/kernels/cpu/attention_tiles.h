@@ -1,0 +1,133 @@
+// What the flash attention kernels share (attention.cpp in float32, attention_bf16.cpp in native
+// bfloat16): block sizes, the dimensions of a call, the per-row softmax of a score tile (forward:
+// online max/sum with dropout; backward: probabilities from lse and dS), all in float32.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/tile_gemm.h"
+#include "kernels/cpu/vec_math.h"
+
+namespace nanogpt::cpu::attention_tiles {
+
+constexpr int kBq = 32;  // query rows per block
+constexpr int kBk = 64;  // keys per block (the width of the score tile)
+
+struct Dims {
+  int B, T, TP, C, NH, HS, HSP;  // TP: T rounded up to kBk; HSP: HS rounded up to 16
+  float scale, p, keep_scale;
+  uint64_t seed;
+};
+
+inline Dims make_dims(int B, int T, int C, int NH, float p, uint64_t seed) {
+  const int HS = C / NH;
+  return {B,
+          T,
+          (T + kBk - 1) / kBk * kBk,
+          C,
+          NH,
+          HS,
+          (HS + 15) / 16 * 16,
+          1.0f / std::sqrt(static_cast<float>(HS)),
+          p,
+          p > 0 ? 1.0f / (1.0f - p) : 1.0f,
+          seed};
+}
+
+// Key groups per head in backward: enough tasks for 4 per thread, at most one per key block.
+inline int key_groups(int BH, int T, int threads) {
+  const int nkb = (T + kBk - 1) / kBk;
+  const int want = (4 * threads + BH - 1) / BH;
+  return std::clamp(want, 1, nkb);
+}
+
+static_assert(kBk == 64, "max_of_64 / sum_of_64 read one score row of 4 vectors");
+
+inline Vec16 vmax(Vec16 a, Vec16 b) { return a > b ? a : b; }
+
+// Largest / sum of the 16 lanes, by halving shuffles.
+inline float hmax16(Vec16 v) {
+  v = vmax(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = vmax(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = vmax(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = vmax(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
+}
+inline float hsum16(Vec16 v) {
+  v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+  return v[0];
+}
+inline float max_of_64(const float* row) {
+  return hmax16(vmax(vmax(load16(row), load16(row + 16)), vmax(load16(row + 32), load16(row + 48))));
+}
+inline float sum_of_64(const float* row) {
+  return hsum16((load16(row) + load16(row + 16)) + (load16(row + 32) + load16(row + 48)));
+}
+
+inline uint64_t mask_index(int b, int h, int t, int s, const Dims& d) {
+  return ((static_cast<uint64_t>(b) * d.NH + h) * d.T + t) * d.T + s;
+}
+
+// Forward, one score row of query t against key block j0 (row: kBk raw scores, the first nv
+// valid): row becomes the dropped, unnormalized probabilities exp(s*scale - m_new) (zero past nv);
+// m, l (running max and sum) are updated. Returns the factor the row's output accumulated so far
+// must be multiplied by (0 when nothing was accumulated yet).
+inline float softmax_row(float* row, int nv, float& m, float& l, int b, int h, int t, int j0,
+                         const Dims& d) {
+  // Row max and sum by whole vectors (a scalar reduction chain per row costs as much as a quarter
+  // of the block's GEMMs); scale > 0, so max(row) * scale is the max of the scaled.
+  float mx = m;
+  if (nv == kBk) {
+    mx = std::max(mx, max_of_64(row) * d.scale);
+  } else {
+    for (int j = 0; j < nv; ++j) mx = std::max(mx, row[j] * d.scale);
+  }
+  const float corr = m == -INFINITY ? 0.0f : fast_exp(m - mx);
+#pragma omp simd
+  for (int j = 0; j < nv; ++j) row[j] = fast_exp(row[j] * d.scale - mx);
+  if (nv < kBk) std::fill(row + nv, row + kBk, 0.0f);
+  const float sum = sum_of_64(row);
+  if (d.p > 0) {
+    const uint64_t base = mask_index(b, h, t, j0, d);
+#pragma omp simd
+    for (int j = 0; j < nv; ++j) row[j] *= dropout_keep(d.seed, base + j, d.p, d.keep_scale);
+  }
+  m = mx;
+  l = l * corr + sum;
+  return corr;
+}
+
+// Backward, one row of query t against key block j0: srow (kBk scores) becomes the dropped
+// probabilities P*M, dprow (kBk values dout_t . v_s) becomes dS * scale; lt = lse_t, dt = D_t.
+// Both are zero past nv.
+inline void backward_row(float* srow, float* dprow, int nv, float lt, float dt, int b, int h, int t,
+                         int j0, const Dims& d) {
+  if (d.p > 0) {
+    const uint64_t idx = mask_index(b, h, t, j0, d);
+#pragma omp simd
+    for (int j = 0; j < nv; ++j) {
+      const float p = fast_exp(srow[j] * d.scale - lt);
+      const float mk = dropout_keep(d.seed, idx + j, d.p, d.keep_scale);
+      srow[j] = p * mk;
+      dprow[j] = p * (dprow[j] * mk - dt) * d.scale;
+    }
+  } else {
+#pragma omp simd
+    for (int j = 0; j < nv; ++j) {
+      const float p = fast_exp(srow[j] * d.scale - lt);
+      srow[j] = p;
+      dprow[j] = p * (dprow[j] - dt) * d.scale;
+    }
+  }
+  if (nv < kBk) {
+    std::fill(srow + nv, srow + kBk, 0.0f);
+    std::fill(dprow + nv, dprow + kBk, 0.0f);
+  }
+}
+
+}  // namespace nanogpt::cpu::attention_tiles
