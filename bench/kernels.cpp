@@ -13,6 +13,7 @@
 #include "core/float16.h"
 #include "core/rng.h"
 #include "kernels/context.h"
+#include "kernels/cpu/attention_bf16.h"
 #include "kernels/ops.h"
 #include "kernels/ops_lowp.h"
 #include "model/params.h"
@@ -132,6 +133,40 @@ void BM_AttentionW2(benchmark::State& state) {
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
 }
 BENCHMARK(BM_AttentionW2)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Attention fwd+bwd in bf16 at W2 (args 0) and W3' (args 1) shapes, dropout as the workload (W2 0.2,
+// W3' 0): arg 1 = 0 the native bf16 kernel, 1 the float32 kernel behind widening (the 16-bit op's
+// other path). FLOPs as above.
+void BM_AttentionBf16(benchmark::State& state) {
+  const bool w2 = state.range(0) == 0, native = state.range(1) == 0;
+  const int B = w2 ? 64 : 4, T = w2 ? 256 : 1024, C = w2 ? 384 : 768, NH = w2 ? 6 : 12;
+  const float p = w2 ? 0.2f : 0.0f;
+  std::vector<uint16_t> qkv(size_t(B) * T * 3 * C), dout(size_t(B) * T * C), out(dout.size()),
+      dqkv(qkv.size());
+  const auto q32 = random_vec(qkv.size(), 1), d32 = random_vec(dout.size(), 2);
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float_to_bf16(q32[i]);
+  for (size_t i = 0; i < dout.size(); ++i) dout[i] = float_to_bf16(d32[i]);
+  std::vector<float> lse(size_t(B) * NH * T);
+  KernelContext ctx;
+  for (auto _ : state) {
+    if (native) {
+      cpu::attention_forward_bf16(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
+      cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B,
+                                   T, C, NH, p, 5);
+    } else {
+      // float16 tensors take the widening path (same code as bf16 without the native kernel).
+      cpu::attention_forward(ctx, TypedPtr(out.data(), DType::kF16), lse.data(),
+                             ConstTypedPtr(qkv.data(), DType::kF16), B, T, C, NH, p, 5);
+      cpu::attention_backward(ctx, TypedPtr(dqkv.data(), DType::kF16),
+                              ConstTypedPtr(dout.data(), DType::kF16),
+                              ConstTypedPtr(out.data(), DType::kF16), lse.data(),
+                              ConstTypedPtr(qkv.data(), DType::kF16), B, T, C, NH, p, 5);
+    }
+    benchmark::DoNotOptimize(dqkv.data());
+  }
+  set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
+}
+BENCHMARK(BM_AttentionBf16)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd).
 // FLOPs as above (FlashAttention's convention for causal attention: backward = 2.5 x forward).

@@ -1,11 +1,15 @@
-// Low-precision causal attention (ops_lowp.h): for each group of batch elements
-// (attention_batch_group), the 16-bit qkv (and in backward out, dout) are widened into the
-// context's scratch and the float32 flash attention runs on the group; outputs are narrowed
-// (forward) or added (backward) back. Scratch is a group's worth, not the batch's.
+// Low-precision causal attention (ops_lowp.h), for each group of batch elements
+// (attention_batch_group, each group with its own dropout seed):
+//  - all-bf16 tensors on a CPU with AVX512_BF16 (attention_bf16_native): the native bf16 kernel
+//    reads and writes the 16-bit tensors where they lie;
+//  - otherwise (float16, mixed dtypes, other shapes) the 16-bit qkv (and in backward out, dout)
+//    are widened into the context's scratch and the float32 flash attention runs on the group;
+//    outputs are narrowed (forward) or added (backward) back. Scratch is a group's worth.
 #include <algorithm>
 #include <cstring>
 
 #include "core/rng.h"
+#include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/ops_lowp.h"
@@ -26,6 +30,14 @@ void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedP
   for (int b0 = 0; b0 < B; b0 += G) {
     const int g = std::min(G, B - b0);
     const int64_t rows = static_cast<int64_t>(g) * T, r0 = static_cast<int64_t>(b0) * T;
+    if (out.dtype == DType::kBF16 && qkv.dtype == DType::kBF16 &&
+        attention_bf16_native(g, T, C, NH)) {
+      attention_forward_bf16(static_cast<uint16_t*>(out.at(r0 * C).data),
+                             lse + static_cast<int64_t>(b0) * NH * T,
+                             static_cast<const uint16_t*>(qkv.at(r0 * 3 * C).data), g, T, C, NH,
+                             dropout_p, splitmix64(seed + static_cast<uint64_t>(b0)));
+      continue;
+    }
     float* q = impl.scratch_f32(1, static_cast<size_t>(rows * 3 * C));  // (g, T, 3C)
     float* o = impl.scratch_f32(2, static_cast<size_t>(rows * C));      // (g, T, C)
     convert(q, qkv.at(r0 * 3 * C), rows * 3 * C);
@@ -47,6 +59,16 @@ void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, C
   for (int b0 = 0; b0 < B; b0 += G) {
     const int g = std::min(G, B - b0);
     const int64_t rows = static_cast<int64_t>(g) * T, r0 = static_cast<int64_t>(b0) * T;
+    if (dqkv.dtype == DType::kBF16 && dout.dtype == DType::kBF16 && out.dtype == DType::kBF16 &&
+        qkv.dtype == DType::kBF16 && attention_bf16_native(g, T, C, NH)) {
+      attention_backward_bf16(static_cast<uint16_t*>(dqkv.at(r0 * 3 * C).data),
+                              static_cast<const uint16_t*>(dout.at(r0 * C).data),
+                              static_cast<const uint16_t*>(out.at(r0 * C).data),
+                              lse + static_cast<int64_t>(b0) * NH * T,
+                              static_cast<const uint16_t*>(qkv.at(r0 * 3 * C).data), g, T, C, NH,
+                              dropout_p, splitmix64(seed + static_cast<uint64_t>(b0)));
+      continue;
+    }
     float* q = impl.scratch_f32(0, static_cast<size_t>(rows * 3 * C));   // (g, T, 3C) qkv
     float* dq = impl.scratch_f32(1, static_cast<size_t>(rows * 3 * C));  // (g, T, 3C) dqkv
     float* o = impl.scratch_f32(2, static_cast<size_t>(rows * C));       // (g, T, C) out

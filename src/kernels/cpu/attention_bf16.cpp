@@ -1,0 +1,405 @@
+// Native bfloat16 flash attention (AVX512_BF16): the float32 kernel's blocking and row softmax
+// (attention_tiles.h), with every tile product a bf16 dot product with float32 accumulation
+// (vdpbf16ps: 2 products per lane per instruction, twice the FMA rate). Inputs are read as bf16
+// where they lie; only what a product needs in another layout is packed once per head:
+//   forward:  S = Q K^T (Q rows as they are, K^T packed), O += P V (P rounded to bf16 per tile,
+//             V packed as row pairs);
+//   backward: S, dP = dO V^T as forward; dV^T += dO^T P and dK^T += Q^T dS (dO^T, Q^T packed as
+//             row pairs per head, P and dS as row pairs per tile), dQ += dS K (K as row pairs).
+// Probabilities and dS are rounded to bf16 before their products (as FlashAttention does on GPUs);
+// the softmax statistics, lse, D_t and every accumulator stay float32. Outputs are rounded once:
+// out = bf16(O / l), and dqkv = bf16(dqkv + gradient) for each element, written once (a task owns
+// its head: this path is taken when the backward has one key group per head).
+#include "kernels/cpu/attention_bf16.h"
+
+#ifdef __AVX512BF16__
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/attention_tiles.h"
+
+// GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized (their _mm512_undefined operands) when
+// inlined here; the warning is about the headers, not this file.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace nanogpt::cpu {
+
+using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and row softmax
+
+namespace {
+
+// A bf16 pair: element k in the low half, k+1 in the high half (the layout vdpbf16ps multiplies).
+// may_alias: bf16 rows (uint16_t) are read as pairs in place.
+typedef uint32_t Pair __attribute__((may_alias));
+
+// out[r][w] (+)= sum_k2 a[r*a_rs + k2*a_ks] . x[k2*ldx + w]   (pair dot products; r < R,
+// w < 16*NV). A is read by strides, so A or A^T (by pairs) work alike.
+template <bool kAcc, int R, int NV>
+inline void bf16_micro(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_t a_ks,
+                       const Pair* x, int64_t ldx, int K2) {
+  __m512 acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = kAcc ? _mm512_loadu_ps(out + r * ldo + 16 * v) : _mm512_setzero_ps();
+    }
+  }
+  for (int k = 0; k < K2; ++k) {
+    __m512bh xv[NV];
+    for (int v = 0; v < NV; ++v) xv[v] = (__m512bh)_mm512_loadu_si512(x + k * ldx + 16 * v);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * a_rs + k * a_ks]));
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, xv[v]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + r * ldo + 16 * v, acc[r][v]);
+  }
+}
+
+template <bool kAcc, int R>
+inline void bf16_rows(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_t a_ks,
+                      const Pair* x, int64_t ldx, int K2, int W) {
+  int w = 0;
+  for (; w + 64 <= W; w += 64) {
+    bf16_micro<kAcc, R, 4>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
+  }
+  switch ((W - w) / 16) {
+    case 3:
+      bf16_micro<kAcc, R, 3>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
+      break;
+    case 2:
+      bf16_micro<kAcc, R, 2>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
+      break;
+    case 1:
+      bf16_micro<kAcc, R, 1>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
+      break;
+    default:
+      break;
+  }
+}
+
+// out (R, W) (+)= A (R, 2*K2) X (2*K2, W): A by pairs (pair (r, k2) at a[r*a_rs + k2*a_ks]), X by
+// pair rows (row k2 holds rows 2k2 and 2k2+1 interleaved, stride ldx pairs). W a multiple of 16.
+template <bool kAcc>
+void bf16_gemm(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_t a_ks, const Pair* x,
+               int64_t ldx, int R, int K2, int W) {
+  int r = 0;
+  for (; r + 4 <= R; r += 4) {
+    bf16_rows<kAcc, 4>(out + r * ldo, ldo, a + r * a_rs, a_rs, a_ks, x, ldx, K2, W);
+  }
+  const Pair* ar = a + r * a_rs;
+  switch (R - r) {
+    case 3:
+      bf16_rows<kAcc, 3>(out + r * ldo, ldo, ar, a_rs, a_ks, x, ldx, K2, W);
+      break;
+    case 2:
+      bf16_rows<kAcc, 2>(out + r * ldo, ldo, ar, a_rs, a_ks, x, ldx, K2, W);
+      break;
+    case 1:
+      bf16_rows<kAcc, 1>(out + r * ldo, ldo, ar, a_rs, a_ks, x, ldx, K2, W);
+      break;
+    default:
+      break;
+  }
+}
+
+// A by rows of pairs (a_ks = 1) or by columns (A^T of a pair-row layout: a_rs = 1).
+void gemm(bool acc, float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_t a_ks,
+          const Pair* x, int64_t ldx, int R, int K2, int W) {
+  (acc ? bf16_gemm<true> : bf16_gemm<false>)(out, ldo, a, a_rs, a_ks, x, ldx, R, K2, W);
+}
+
+inline Pair pair_of(uint16_t lo, uint16_t hi) { return lo | (static_cast<Pair>(hi) << 16); }
+
+// dst (TP/kBk tiles of (HS/2, kBk) pairs) = K^T by key blocks, pairs along the channel: tile jb,
+// pair row x2, column s = channels 2x2, 2x2+1 of key jb*kBk + s (the key's row read as pairs).
+// Keys past T are zero.
+void pack_pairs_transposed(Pair* dst, const uint16_t* src, int64_t ld, const Dims& d) {
+  const int H2 = d.HS / 2;
+  if (d.T != d.TP) std::fill(dst, dst + static_cast<int64_t>(H2) * d.TP, Pair{0});
+  for (int t = 0; t < d.T; ++t) {
+    Pair* tile = dst + static_cast<int64_t>(t / kBk) * H2 * kBk + t % kBk;
+    Pair row[256];
+    std::memcpy(row, src + t * ld, sizeof(Pair) * H2);
+    for (int x2 = 0; x2 < H2; ++x2) tile[x2 * kBk] = row[x2];
+  }
+}
+
+// 16 pairs from two bf16 rows: pair x = (r0[x], r1[x]).
+inline __m512i pairs16(const uint16_t* r0, const uint16_t* r1) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0)));
+  const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1)));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+// dst (TP/2, HS) = row pairs: pair row t2, column x = (src[2t2][x], src[2t2+1][x]); rows past T
+// are zero. HS is a multiple of 16.
+void pack_row_pairs(Pair* dst, const uint16_t* src, int64_t ld, const Dims& d) {
+  static const uint16_t zeros[512] = {};
+  for (int t2 = 0; t2 < d.TP / 2; ++t2) {
+    const int t = 2 * t2;
+    Pair* out = dst + static_cast<int64_t>(t2) * d.HS;
+    const uint16_t* r0 = t < d.T ? src + t * ld : zeros;
+    const uint16_t* r1 = t + 1 < d.T ? src + (t + 1) * ld : zeros;
+    for (int x = 0; x < d.HS; x += 16) _mm512_storeu_si512(out + x, pairs16(r0 + x, r1 + x));
+  }
+}
+
+// dst (n) = bf16(src), n a multiple of 16.
+inline void round_to_bf16(uint16_t* dst, const float* src, int n) {
+  for (int x = 0; x < n; x += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + x),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + x)));
+  }
+}
+
+// dst (n) = bf16(float(dst) + src), n a multiple of 16.
+inline void add_round_to_bf16(uint16_t* dst, const float* src, int n) {
+  for (int x = 0; x < n; x += 16) {
+    const __m512i old =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dst + x)));
+    const __m512 sum = _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(old, 16)),
+                                     _mm512_loadu_ps(src + x));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + x), (__m256i)_mm512_cvtneps_pbh(sum));
+  }
+}
+
+// dot product of n bf16 pairs of values (n a multiple of 16), in float32.
+inline float dot_bf16(const uint16_t* a, const uint16_t* b, int n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int x = 0; x < n; x += 16) {
+    const __m512 va = _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + x))), 16));
+    const __m512 vb = _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + x))), 16));
+    acc = _mm512_fmadd_ps(va, vb, acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+// A float32 tile row of kBk values as kBk/2 bf16 pairs (consecutive columns paired).
+inline void round_row(Pair* dst, const float* row) {
+  for (int v = 0; v < kBk; v += 32) {
+    const __m512bh p = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + v + 16), _mm512_loadu_ps(row + v));
+    _mm512_storeu_si512(dst + v / 2, (__m512i)p);
+  }
+}
+
+// Rows 2q2 and 2q2+1 of a float32 tile (kBk wide) as one row of kBk pairs (row 2q2 in the low half).
+inline void round_row_pair(Pair* dst, const float* row0, const float* row1) {
+  for (int v = 0; v < kBk; v += 16) {
+    const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row0 + v)));
+    const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row1 + v)));
+    _mm512_storeu_si512(dst + v, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+}
+
+struct ForwardScratch {
+  std::vector<uint32_t> kt, vp, pb;
+  std::vector<float> s, o, m, l;
+  int packed_bh = -1;
+  explicit ForwardScratch(const Dims& d)
+      : kt(static_cast<size_t>(d.HS / 2) * d.TP),
+        vp(static_cast<size_t>(d.TP / 2) * d.HS),
+        pb(kBq * kBk / 2),
+        s(kBq * kBk),
+        o(static_cast<size_t>(kBq) * d.HS),
+        m(kBq),
+        l(kBq) {}
+};
+
+void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, int i0,
+                   const Dims& d, ForwardScratch& w) {
+  const int nq = std::min(kBq, d.T - i0);
+  const int64_t ld = 3 * static_cast<int64_t>(d.C);
+  float* s = w.s.data();
+  float* o = w.o.data();  // (nq, HS): set by the first key block's P V, then accumulated
+  std::fill(w.m.begin(), w.m.end(), -INFINITY);
+  std::fill(w.l.begin(), w.l.end(), 0.0f);
+  const Pair* qp = reinterpret_cast<const Pair*>(q + i0 * ld);
+  const int last_key = i0 + nq - 1;
+  for (int j0 = 0; j0 <= last_key; j0 += kBk) {
+    const int nk = std::min(kBk, last_key + 1 - j0);
+    gemm(false, s, kBk, qp, ld / 2, 1, w.kt.data() + static_cast<int64_t>(j0) * (d.HS / 2), kBk,
+         nq, d.HS / 2, (nk + 15) / 16 * 16);
+    for (int r = 0; r < nq; ++r) {
+      const int t = i0 + r;
+      float* row = s + r * kBk;
+      const float corr = softmax_row(row, std::clamp(t - j0 + 1, 0, nk), w.m[r], w.l[r], b, h, t,
+                                     j0, d);
+      if (j0 > 0 && corr != 1.0f) {
+        float* orow = o + r * d.HS;
+#pragma omp simd
+        for (int x = 0; x < d.HS; ++x) orow[x] *= corr;
+      }
+      round_row(w.pb.data() + r * (kBk / 2), row);
+    }
+    gemm(j0 > 0, o, d.HS, w.pb.data(), kBk / 2, 1,
+         w.vp.data() + static_cast<int64_t>(j0 / 2) * d.HS, d.HS, nq, (nk + 1) / 2, d.HS);
+  }
+  for (int r = 0; r < nq; ++r) {
+    const int t = i0 + r;
+    uint16_t* dst = out + (static_cast<int64_t>(b) * d.T + t) * d.C + h * d.HS;
+    const float inv = 1.0f / w.l[r];
+    float* orow = o + r * d.HS;
+#pragma omp simd
+    for (int x = 0; x < d.HS; ++x) orow[x] *= inv;
+    round_to_bf16(dst, orow, d.HS);
+    lse[(static_cast<int64_t>(b) * d.NH + h) * d.T + t] = w.m[r] + std::log(w.l[r]);
+  }
+}
+
+struct BackwardScratch {
+  std::vector<uint32_t> kt, vt, kp, qp, dop, pq, dsq, dsr;
+  std::vector<float> s, dp, dkb, dvb, dq;
+  explicit BackwardScratch(const Dims& d)
+      : kt(static_cast<size_t>(d.HS / 2) * d.TP),
+        vt(kt.size()),
+        kp(kt.size()),
+        qp(kt.size()),
+        dop(kt.size()),
+        pq(kBq / 2 * kBk),
+        dsq(pq.size()),
+        dsr(pq.size()),
+        s(kBq * kBk),
+        dp(s.size()),
+        dkb(static_cast<size_t>(kBk) * d.HS),
+        dvb(dkb.size()),
+        dq(static_cast<size_t>(d.TP) * d.HS) {}
+};
+
+// Head (b, h), every key block. delta (T) = D_t of the head.
+void backward_head(uint16_t* dqkv, const uint16_t* dout, const float* delta, const float* lse,
+                   const uint16_t* qkv, int b, int h, const Dims& d, BackwardScratch& w) {
+  const int T = d.T, HS = d.HS, H2 = HS / 2;
+  const int64_t ld = 3 * static_cast<int64_t>(d.C);
+  const uint16_t* base = qkv + static_cast<int64_t>(b) * T * ld + h * HS;  // row t at base + t*ld
+  const uint16_t* dob = dout + static_cast<int64_t>(b) * T * d.C + h * HS;
+  const float* lse_h = lse + (static_cast<int64_t>(b) * d.NH + h) * T;
+  uint16_t* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
+  pack_pairs_transposed(w.kt.data(), base + d.C, ld, d);
+  pack_pairs_transposed(w.vt.data(), base + 2 * d.C, ld, d);
+  pack_row_pairs(w.kp.data(), base + d.C, ld, d);
+  pack_row_pairs(w.qp.data(), base, ld, d);
+  pack_row_pairs(w.dop.data(), dob, d.C, d);
+  for (int j0 = 0; j0 < T; j0 += kBk) {
+    const int nk = std::min(kBk, T - j0);
+    for (int i0 = j0; i0 < T; i0 += kBq) {  // j0 is a multiple of kBq: the first block is j0
+      const int nq = std::min(kBq, T - i0);
+      // S (nq, kBk) = Q K^T and dP = dO V^T, Q and dO rows read as pairs where they lie.
+      gemm(false, w.s.data(), kBk, reinterpret_cast<const Pair*>(base + i0 * ld), ld / 2, 1,
+           w.kt.data() + static_cast<int64_t>(j0) * H2, kBk, nq, H2, kBk);
+      gemm(false, w.dp.data(), kBk, reinterpret_cast<const Pair*>(dob + i0 * d.C), d.C / 2, 1,
+           w.vt.data() + static_cast<int64_t>(j0) * H2, kBk, nq, H2, kBk);
+      for (int r = 0; r < nq; ++r) {
+        const int t = i0 + r;
+        backward_row(w.s.data() + r * kBk, w.dp.data() + r * kBk, std::clamp(t - j0 + 1, 0, nk),
+                     lse_h[t], delta[t], b, h, t, j0, d);
+      }
+      if (nq % 2) {  // the pair rows read one row past nq
+        std::fill(w.s.begin() + nq * kBk, w.s.begin() + (nq + 1) * kBk, 0.0f);
+        std::fill(w.dp.begin() + nq * kBk, w.dp.begin() + (nq + 1) * kBk, 0.0f);
+      }
+      const int nq2 = (nq + 1) / 2;
+      for (int q2 = 0; q2 < nq2; ++q2) {
+        round_row_pair(w.pq.data() + q2 * kBk, w.s.data() + 2 * q2 * kBk,
+                       w.s.data() + (2 * q2 + 1) * kBk);
+        round_row_pair(w.dsq.data() + q2 * kBk, w.dp.data() + 2 * q2 * kBk,
+                       w.dp.data() + (2 * q2 + 1) * kBk);
+      }
+      for (int r = 0; r < nq; ++r) round_row(w.dsr.data() + r * (kBk / 2), w.dp.data() + r * kBk);
+      // dV (nk, HS) += P^T dO;  dK += dS^T Q (P^T, dS^T: the pair rows read by columns);
+      // dQ (nq, HS) += dS K. Each = on its first product.
+      const bool first = i0 == j0;
+      const int64_t q_pairs = static_cast<int64_t>(i0 / 2) * HS;
+      gemm(!first, w.dvb.data(), HS, w.pq.data(), 1, kBk, w.dop.data() + q_pairs, HS, nk, nq2, HS);
+      gemm(!first, w.dkb.data(), HS, w.dsq.data(), 1, kBk, w.qp.data() + q_pairs, HS, nk, nq2, HS);
+      gemm(j0 > 0, w.dq.data() + static_cast<int64_t>(i0) * HS, HS, w.dsr.data(), kBk / 2, 1,
+           w.kp.data() + static_cast<int64_t>(j0 / 2) * HS, HS, nq, (nk + 1) / 2, HS);
+    }
+    for (int r = 0; r < nk; ++r) {
+      uint16_t* dk = dbase + static_cast<int64_t>(j0 + r) * ld + d.C;
+      add_round_to_bf16(dk, w.dkb.data() + r * HS, HS);
+      add_round_to_bf16(dk + d.C, w.dvb.data() + r * HS, HS);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    add_round_to_bf16(dbase + static_cast<int64_t>(t) * ld, w.dq.data() + static_cast<int64_t>(t) * HS,
+                      HS);
+  }
+}
+
+}  // namespace
+
+bool attention_bf16_native(int B, int T, int C, int NH) {
+  const int HS = C / NH;
+  return HS % 16 == 0 && HS <= 512 && T > 0 &&
+         key_groups(B * NH, T, omp_get_max_threads()) == 1;
+}
+
+void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int B, int T, int C,
+                            int NH, float dropout_p, uint64_t seed) {
+  const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
+  const int64_t ld = 3 * static_cast<int64_t>(C);
+  const int BH = B * NH, nqb = (T + kBq - 1) / kBq;
+#pragma omp parallel
+  {
+    ForwardScratch w(d);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < int64_t{BH} * nqb; ++i) {
+      const int bh = static_cast<int>(i / nqb), qb = nqb - 1 - static_cast<int>(i % nqb);
+      const int b = bh / NH, h = bh % NH;
+      const uint16_t* q = qkv + static_cast<int64_t>(b) * T * ld + h * d.HS;
+      if (w.packed_bh != bh) {
+        pack_pairs_transposed(w.kt.data(), q + C, ld, d);
+        pack_row_pairs(w.vp.data(), q + 2 * C, ld, d);
+        w.packed_bh = bh;
+      }
+      forward_block(out, lse, q, b, h, qb * kBq, d, w);
+    }
+  }
+}
+
+void attention_backward_bf16(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out,
+                             const float* lse, const uint16_t* qkv, int B, int T, int C, int NH,
+                             float dropout_p, uint64_t seed) {
+  const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
+  const int BH = B * NH;
+  std::vector<float> delta(static_cast<size_t>(BH) * T);  // (B, NH, T) D_t = dout_t . out_t
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < int64_t{B} * T; ++row) {
+      const uint16_t* a = dout + row * C;
+      const uint16_t* c = out + row * C;
+      const int64_t b = row / T, t = row % T;
+      for (int h = 0; h < NH; ++h) {
+        delta[(b * NH + h) * T + t] = dot_bf16(a + h * d.HS, c + h * d.HS, d.HS);
+      }
+    }
+    BackwardScratch w(d);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < BH; ++bh) {
+      backward_head(dqkv, dout, delta.data() + bh * T, lse, qkv, static_cast<int>(bh / NH),
+                    static_cast<int>(bh % NH), d, w);
+    }
+  }
+}
+
+}  // namespace nanogpt::cpu
+
+#else  // no AVX512_BF16 at compile time: the widening path serves bf16
+
+namespace nanogpt::cpu {
+bool attention_bf16_native(int, int, int, int) { return false; }
+void attention_forward_bf16(uint16_t*, float*, const uint16_t*, int, int, int, int, float,
+                            uint64_t) {}
+void attention_backward_bf16(uint16_t*, const uint16_t*, const uint16_t*, const float*,
+                             const uint16_t*, int, int, int, int, float, uint64_t) {}
+}  // namespace nanogpt::cpu
+
+#endif

@@ -1,0 +1,199 @@
+// The native bf16 flash attention (kernels/cpu/attention_bf16) against the float32 reference on
+// the same bf16 inputs, forward and accumulating backward, with and without dropout, on odd T and
+// HS 16/32/64; its results are the same at every thread count; and the dispatch of the 16-bit
+// attention op takes it for all-bf16 tensors.
+//
+// Error model (u = 2^-8, bf16's unit roundoff). The kernel rounds exactly two kinds of values to
+// bf16 before a product: the probabilities P (for O = P V and dV = P^T dO) and dS (for dK, dQ);
+// scores, the softmax statistics, D_t and every sum stay float32. So, beyond float32 noise:
+//   out_t  within u sum_s P M |v_s| + u |out_t|        (rounded P, then the rounded output)
+//   dV_s   within u sum_t P M |dO_t| + u |dV_s|        (rounded P, then round(old + dV))
+//   dK_s   within u scale sum_t |dS_ts| |q_t| + u |.|  (rounded dS)
+//   dQ_t   within u scale sum_s |dS_ts| |k_s| + u |.|
+// (componentwise, computed in double below), plus 1e-4 of the same magnitudes for the float32
+// arithmetic (exp approximation, summation order), far below u. And one error that is not the
+// kernel's: like the float32 flash kernel it takes D_t = dout_t . out_t from the out it is given,
+// which the model stores in bf16, while the reference sums P dP exactly; dS_ts = P (dP M - D_t)
+// then carries P |dD_t|, with dD_t = sum |dout_t| |out_bf16 - out| (computed below), into dK, dQ.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "core/float16.h"
+#include "core/rng.h"
+#include "kernel_test_util.h"
+#include "kernels/context.h"
+#include "kernels/cpu/attention_bf16.h"
+#include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
+
+namespace nanogpt {
+namespace {
+
+using testing::expect_within;
+using testing::random_normal;
+
+constexpr double kU = kUnitRoundoffBf16;
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = float_to_bf16(v[i]);
+  return out;
+}
+std::vector<float> to_float(const std::vector<uint16_t>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = bf16_to_float(v[i]);
+  return out;
+}
+
+struct Bf16Tolerance {
+  std::vector<double> out, dqkv;
+};
+
+// The bounds of the header comment, from the widened inputs and the reference's out and lse.
+Bf16Tolerance bf16_tolerance(const std::vector<float>& qkv, const std::vector<float>& dout,
+                             const std::vector<float>& out_r, const std::vector<float>& out_in,
+                             const std::vector<float>& lse, const std::vector<float>& dqkv_r,
+                             int B, int T, int C, int NH, float p, uint64_t seed) {
+  const int HS = C / NH;
+  const double scale = 1.0 / std::sqrt(double(HS)), ks = p > 0 ? 1.0 / (1.0 - p) : 1.0;
+  const double slack = 1e-4;
+  Bf16Tolerance tol{std::vector<double>(out_r.size(), 0.0), std::vector<double>(qkv.size(), 0.0)};
+  auto at = [&](int b, int t, int part, int h) {
+    return qkv.data() + (size_t(b) * T + t) * 3 * C + part * C + h * HS;
+  };
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        const double l = lse[(size_t(b) * NH + h) * T + t];
+        const float* dO = dout.data() + (size_t(b) * T + t) * C + h * HS;
+        const float* o = out_in.data() + (size_t(b) * T + t) * C + h * HS;
+        const float* o_exact = out_r.data() + (size_t(b) * T + t) * C + h * HS;
+        double D = 0, dD = 0;
+        for (int x = 0; x < HS; ++x) {
+          D += double(dO[x]) * o[x];
+          dD += std::fabs(double(dO[x]) * (double(o[x]) - o_exact[x]));
+        }
+        for (int s = 0; s <= t; ++s) {
+          double sc = 0, dp = 0;
+          for (int x = 0; x < HS; ++x) {
+            sc += double(at(b, t, 0, h)[x]) * at(b, s, 1, h)[x];
+            dp += double(dO[x]) * at(b, s, 2, h)[x];
+          }
+          const double P = std::exp(sc * scale - l);
+          const uint64_t idx = ((uint64_t(b) * NH + h) * T + t) * T + s;
+          const double M = p == 0 ? 1.0 : (hash_uniform(seed, idx) >= p ? ks : 0.0);
+          const double dS = P * std::fabs(dp * M - D), eD = 1.01 * scale * P * dD;
+          for (int x = 0; x < HS; ++x) {
+            tol.out[(size_t(b) * T + t) * C + h * HS + x] +=
+                (kU + slack) * P * M * std::fabs(at(b, s, 2, h)[x]);
+            const size_t iq = (size_t(b) * T + t) * 3 * C + h * HS + x;
+            const size_t ik = (size_t(b) * T + s) * 3 * C + C + h * HS + x;
+            tol.dqkv[iq] += ((kU + slack) * scale * dS + eD) * std::fabs(at(b, s, 1, h)[x]);
+            tol.dqkv[ik] += ((kU + slack) * scale * dS + eD) * std::fabs(at(b, t, 0, h)[x]);
+            tol.dqkv[ik + C] += (kU + slack) * P * M * std::fabs(dO[x]);
+          }
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < out_r.size(); ++i) tol.out[i] += kU * std::fabs(out_r[i]) + 1e-30;
+  for (size_t i = 0; i < qkv.size(); ++i) tol.dqkv[i] += kU * std::fabs(dqkv_r[i]) + 1e-30;
+  return tol;
+}
+
+class AttentionBf16Test : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {};
+
+TEST_P(AttentionBf16Test, MatchesFloat32ReferenceWithinBf16Rounding) {
+  if (!cpu::attention_bf16_native(8, 64, 512, 8)) {
+    GTEST_SKIP() << "built without AVX512_BF16: bf16 attention widens to the float32 kernel";
+  }
+  const auto [B, T, C, NH, p] = GetParam();
+  const uint64_t seed = 99;
+  const auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 1));
+  const auto dout16 = to_bf16(random_normal(size_t(B) * T * C, 2));
+  const auto qkv = to_float(qkv16), dout = to_float(dout16);
+  std::vector<uint16_t> out16(size_t(B) * T * C);
+  std::vector<float> lse(size_t(B) * NH * T), out_r(out16.size()), lse_r(lse.size());
+  cpu::attention_forward_bf16(out16.data(), lse.data(), qkv16.data(), B, T, C, NH, p, seed);
+  ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
+
+  // Backward from the reference's out and lse (out rounded to bf16, as the model stores it),
+  // accumulating into nonzero bf16 gradients.
+  const auto out_in16 = to_bf16(out_r);
+  const auto out_in = to_float(out_in16);
+  auto dqkv16 = to_bf16(random_normal(qkv.size(), 3));
+  auto dqkv_r = to_float(dqkv16);
+  cpu::attention_backward_bf16(dqkv16.data(), dout16.data(), out_in16.data(), lse_r.data(),
+                               qkv16.data(), B, T, C, NH, p, seed);
+  ref::attention_backward(dqkv_r.data(), dout.data(), out_in.data(), lse_r.data(), qkv.data(), B,
+                          T, C, NH, p, seed);
+  const auto tol =
+      bf16_tolerance(qkv, dout, out_r, out_in, lse_r, dqkv_r, B, T, C, NH, p, seed);
+  expect_within(to_float(out16), out_r, tol.out, "out");
+  std::vector<double> lse_tol(lse.size());
+  for (size_t i = 0; i < lse.size(); ++i) lse_tol[i] = 1e-5 * (1 + std::fabs(lse_r[i]));
+  expect_within(lse, lse_r, lse_tol, "lse (float32 scores of the bf16 inputs)");
+  expect_within(to_float(dqkv16), dqkv_r, tol.dqkv, "dqkv");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionBf16Test,
+    ::testing::Values(std::make_tuple(2, 37, 48, 3, 0.0f),    // HS 16, T odd
+                      std::make_tuple(2, 37, 48, 3, 0.2f),    // with dropout
+                      std::make_tuple(1, 1, 32, 2, 0.0f),     // T = 1
+                      std::make_tuple(1, 130, 128, 2, 0.1f),  // HS 64, T > 2 key tiles, odd tail
+                      std::make_tuple(3, 64, 64, 2, 0.0f),    // HS 32, T exactly one tile
+                      std::make_tuple(1, 200, 256, 4, 0.0f)));
+
+// Every head is one task and every query block is computed alone: the same bits at any thread
+// count.
+TEST(AttentionBf16, SameBitsAtEveryThreadCount) {
+  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "built without AVX512_BF16";
+  const int B = 3, T = 97, C = 128, NH = 2;
+  const auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 4));
+  const auto dout16 = to_bf16(random_normal(size_t(B) * T * C, 5));
+  std::vector<uint16_t> out1, dqkv1;
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<uint16_t> out16(size_t(B) * T * C), dqkv16(qkv16.size(), 0);
+    std::vector<float> lse(size_t(B) * NH * T);
+    cpu::attention_forward_bf16(out16.data(), lse.data(), qkv16.data(), B, T, C, NH, 0.1f, 7);
+    cpu::attention_backward_bf16(dqkv16.data(), dout16.data(), out16.data(), lse.data(),
+                                 qkv16.data(), B, T, C, NH, 0.1f, 7);
+    if (threads == 1) {
+      out1 = out16, dqkv1 = dqkv16;
+    } else {
+      EXPECT_EQ(out16, out1) << threads << " threads";
+      EXPECT_EQ(dqkv16, dqkv1) << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+// The 16-bit attention op takes the native kernel for all-bf16 tensors of an eligible shape: its
+// bits equal a direct call.
+TEST(AttentionBf16, LowpOpDispatchesToTheNativeKernel) {
+  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "built without AVX512_BF16";
+  const int B = 2, T = 50, C = 256, NH = 4;  // 8 heads: one backward task per head at 2 threads
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  ASSERT_TRUE(cpu::attention_bf16_native(B, T, C, NH));
+  KernelContext ctx;
+  auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 6));
+  std::vector<uint16_t> out_op(size_t(B) * T * C), out_direct(out_op.size());
+  std::vector<float> lse_op(size_t(B) * NH * T), lse_direct(lse_op.size());
+  cpu::attention_forward(ctx, TypedPtr(out_op.data(), DType::kBF16), lse_op.data(),
+                         ConstTypedPtr(qkv16.data(), DType::kBF16), B, T, C, NH, 0.0f, 3);
+  // The op runs batch groups with seeds of their own; without dropout the seed does not matter.
+  cpu::attention_forward_bf16(out_direct.data(), lse_direct.data(), qkv16.data(), B, T, C, NH,
+                              0.0f, 3);
+  EXPECT_EQ(out_op, out_direct);
+  omp_set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace nanogpt
