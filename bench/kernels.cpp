@@ -135,12 +135,14 @@ void BM_AttentionW2(benchmark::State& state) {
 BENCHMARK(BM_AttentionW2)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Attention fwd+bwd in bf16 at W2 (args 0) and W3' (args 1) shapes, dropout as the workload (W2 0.2,
-// W3' 0): arg 1 = 0 the native bf16 kernel, 1 the float32 kernel behind widening (the 16-bit op's
-// other path). FLOPs as above.
+// W3' 0): arg 1 = 0 the native bf16 kernel on the whole batch, 1 the float32 kernel behind
+// widening (float16 tensors through the 16-bit op), 2 the bf16 op as the model calls it (batch
+// groups of its own), 3 the native kernel without dropout (its cost at W2). FLOPs as above.
 void BM_AttentionBf16(benchmark::State& state) {
-  const bool w2 = state.range(0) == 0, native = state.range(1) == 0;
+  const bool w2 = state.range(0) == 0, native = state.range(1) == 0 || state.range(1) == 3;
+  const DType op_dtype = state.range(1) == 2 ? DType::kBF16 : DType::kF16;
   const int B = w2 ? 64 : 4, T = w2 ? 256 : 1024, C = w2 ? 384 : 768, NH = w2 ? 6 : 12;
-  const float p = w2 ? 0.2f : 0.0f;
+  const float p = w2 && state.range(1) != 3 ? 0.2f : 0.0f;
   std::vector<uint16_t> qkv(size_t(B) * T * 3 * C), dout(size_t(B) * T * C), out(dout.size()),
       dqkv(qkv.size());
   const auto q32 = random_vec(qkv.size(), 1), d32 = random_vec(dout.size(), 2);
@@ -154,19 +156,18 @@ void BM_AttentionBf16(benchmark::State& state) {
       cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B,
                                    T, C, NH, p, 5);
     } else {
-      // float16 tensors take the widening path (same code as bf16 without the native kernel).
-      cpu::attention_forward(ctx, TypedPtr(out.data(), DType::kF16), lse.data(),
-                             ConstTypedPtr(qkv.data(), DType::kF16), B, T, C, NH, p, 5);
-      cpu::attention_backward(ctx, TypedPtr(dqkv.data(), DType::kF16),
-                              ConstTypedPtr(dout.data(), DType::kF16),
-                              ConstTypedPtr(out.data(), DType::kF16), lse.data(),
-                              ConstTypedPtr(qkv.data(), DType::kF16), B, T, C, NH, p, 5);
+      cpu::attention_forward(ctx, TypedPtr(out.data(), op_dtype), lse.data(),
+                             ConstTypedPtr(qkv.data(), op_dtype), B, T, C, NH, p, 5);
+      cpu::attention_backward(ctx, TypedPtr(dqkv.data(), op_dtype),
+                              ConstTypedPtr(dout.data(), op_dtype),
+                              ConstTypedPtr(out.data(), op_dtype), lse.data(),
+                              ConstTypedPtr(qkv.data(), op_dtype), B, T, C, NH, p, 5);
     }
     benchmark::DoNotOptimize(dqkv.data());
   }
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
 }
-BENCHMARK(BM_AttentionBf16)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionBf16)->ArgsProduct({{0, 1}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd).
 // FLOPs as above (FlashAttention's convention for causal attention: backward = 2.5 x forward).

@@ -130,6 +130,12 @@ class Backend {
     cpu::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
   }
 
+  // Zeroes a gradient buffer (any dtype) before the accumulating backward ops add into it.
+  void fill_zero(TypedPtr dst, int64_t n) {
+    Scope s(profile_, OpClass::kElementwise, 0, double(n) * double(dtype_size(dst.dtype)));
+    cpu::fill_zero(dst, n);
+  }
+
   // Mixed precision (ops_lowp.h). Byte counts use each tensor's element size.
   void convert(TypedPtr dst, ConstTypedPtr src, int64_t n) {
     Scope s(profile_, OpClass::kElementwise, 0,

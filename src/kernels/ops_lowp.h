@@ -26,6 +26,8 @@ int attention_batch_group(int B, int NH);
 namespace ref {
 // dst[i] = src[i] in dst's dtype (rounded to nearest even), n elements, any dtypes.
 void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
+// dst (n elements, any dtype) = 0: the gradient buffers the accumulating backward ops add into.
+void fill_zero(TypedPtr dst, int64_t n);
 // LayerNorm with a low-precision output; inp is the float32 residual stream.
 void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int64_t N, int C);
@@ -66,6 +68,7 @@ void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstType
 // The same ops on the CPU; the context holds oneDNN's primitives and the widening scratch.
 namespace cpu {
 void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
+void fill_zero(TypedPtr dst, int64_t n);  // in parallel chunks when large
 void layernorm_forward(KernelContext& ctx, TypedPtr out, float* mean, float* rstd,
                        const float* inp, const float* weight, const float* bias, int64_t N, int C);
 void layernorm_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,

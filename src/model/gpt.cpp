@@ -24,11 +24,6 @@ namespace nanogpt {
 
 namespace {
 
-void zero(float* p, int64_t n) { std::memset(p, 0, static_cast<size_t>(n) * sizeof(float)); }
-void zero(TypedPtr p, int64_t n) {
-  std::memset(p.data, 0, static_cast<size_t>(n) * dtype_size(p.dtype));
-}
-
 // Dropout sites: embedding output, attention probabilities, attention and MLP residual branches.
 enum Site : int { kSiteEmbedding = 0, kSiteAttnProbs = 1, kSiteAttnOut = 2, kSiteMlpOut = 3 };
 
@@ -279,7 +274,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   }
   for (int64_t i = 0; i < N; ++i) num_valid_ += targets[i] != -1;
   const float dloss = num_valid_ > 0 ? grad_scale / static_cast<float>(num_valid_) : 0.0f;
-  if (training) zero(a.dlnf, N * C);
+  if (training) ops.fill_zero(a.dlnf, N * C);
   const int64_t step = chunk > 0 ? std::min(chunk, a.chunk_rows) : a.chunk_rows;
   for (int64_t r0 = 0; r0 < N; r0 += step) {  // the tied head, chunk by chunk
     const int64_t rows = std::min(step, N - r0);
@@ -323,7 +318,7 @@ void GPT::backward(KernelContext& ctx) {
 
   // Head: the fused classifier in forward already added its dwte and left dlnf (both scaled by the
   // forward's grad_scale, and so is every gradient below, through dlnf).
-  zero(s.dresidual, N * C);
+  ops.fill_zero(s.dresidual, N * C);
   ops.layernorm_backward(s.dresidual, g_.lnfw, g_.lnfb, a.dlnf, x_last, w_.lnfw, a.lnf_mean,
                          a.lnf_rstd, N, C);
   const int L = config_.n_layer;
@@ -345,7 +340,7 @@ void GPT::backward(KernelContext& ctx) {
 
     const float* dmlp_out = s.dresidual;
     if (drop) {
-      zero(s.ddrop, N * C);
+      ops.fill_zero(s.ddrop, N * C);
       ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteMlpOut));
       dmlp_out = s.ddrop;
     }
@@ -355,30 +350,30 @@ void GPT::backward(KernelContext& ctx) {
                                lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C, gelu);
     } else {
       ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
-      zero(s.dfch_gelu, N * 4 * C);
+      ops.fill_zero(s.dfch_gelu, N * 4 * C);
       ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
                           lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
-      zero(s.dfch, N * 4 * C);
+      ops.fill_zero(s.dfch, N * 4 * C);
       ops.gelu_backward(s.dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     }
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
-    zero(s.dc, N * C);
+    ops.fill_zero(s.dc, N * C);
     ops.matmul_backward(s.dc, bg.fcw, bg.fcb, s.dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C, 4 * C);
     ops.layernorm_backward(s.dresidual, bg.ln2w, bg.ln2b, s.dc, la.residual2, bw.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C);
 
     const float* dattn_out = s.dresidual;
     if (drop) {
-      zero(s.ddrop, N * C);
+      ops.fill_zero(s.ddrop, N * C);
       ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteAttnOut));
       dattn_out = s.ddrop;
     }
     const ConstTypedPtr dattn = in_act_dtype(ops, s.dbranch, dattn_out, N * C);
-    zero(s.dc, N * C);  // d(atty)
+    ops.fill_zero(s.dc, N * C);  // d(atty)
     ops.matmul_backward(s.dc, bg.attprojw, bg.attprojb, dattn, la.atty,
                         lowp(bw.attprojw, lbw.attprojw), N, C, C);
-    zero(s.dqkv, N * 3 * C);
+    ops.fill_zero(s.dqkv, N * 3 * C);
     if (choices_.naive_attention) {
       ops.attention_naive_backward(s.dqkv.f32(), s.dc.f32(), naive_att_.data() + l * att_size,
                                    la.qkv.f32(), B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
@@ -387,7 +382,7 @@ void GPT::backward(KernelContext& ctx) {
                              site_seed(l, kSiteAttnProbs));
     }
     ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);  // ln1 again
-    zero(s.dc, N * C);                                                                 // d(ln1)
+    ops.fill_zero(s.dc, N * C);  // d(ln1)
     ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw, lbw.qkvw), N, C, 3 * C);
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C);
@@ -396,7 +391,7 @@ void GPT::backward(KernelContext& ctx) {
 
   const float* demb = s.dresidual;
   if (drop) {
-    zero(s.ddrop, N * C);
+    ops.fill_zero(s.ddrop, N * C);
     ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(-1, kSiteEmbedding));
     demb = s.ddrop;
   }

@@ -4,6 +4,7 @@
 // and of float32 (2^-24) and from the reduction length K.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -129,6 +130,23 @@ TEST_P(ConvertTest, CpuEqualsScalarDefinitionAndRoundsWithinUnitRoundoff) {
       EXPECT_TRUE(std::isinf(r) && (r > 0) == (x > 0)) << x << " must overflow to inf";
     } else {
       EXPECT_LE(std::fabs(r - x), u * std::fabs(x) + tiny(t)) << "rounding of " << x;
+    }
+  }
+}
+
+// fill_zero zeroes exactly its n elements of any dtype, on sizes around its 1 MiB parallel pieces
+// (the bytes after them stay as they were), as the scalar definition does.
+TEST(FillZeroTest, ZeroesExactlyNElementsOfEveryDtype) {
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{(1 << 20) / 2 + 7},
+                      int64_t{3 << 20}}) {
+      const size_t bytes = static_cast<size_t>(n) * dtype_size(t);
+      std::vector<unsigned char> buf(bytes + 64, 0xAB), buf_r(buf.size(), 0xAB);
+      cpu::fill_zero(TypedPtr(buf.data(), t), n);
+      ref::fill_zero(TypedPtr(buf_r.data(), t), n);
+      EXPECT_EQ(buf, buf_r) << dtype_name(t) << " n=" << n;
+      EXPECT_EQ(std::count(buf.begin(), buf.begin() + bytes, 0), static_cast<long>(bytes));
+      EXPECT_EQ(std::count(buf.begin() + bytes, buf.end(), 0xAB), 64);
     }
   }
 }

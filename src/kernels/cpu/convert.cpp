@@ -138,3 +138,19 @@ void convert_add(TypedPtr dst, const float* src, int64_t n) {
 }
 
 }  // namespace nanogpt::cpu
+
+namespace nanogpt::cpu {
+
+void fill_zero(TypedPtr dst, int64_t n) {
+  const size_t bytes = static_cast<size_t>(n) * dtype_size(dst.dtype);
+  constexpr size_t kChunk = size_t{1} << 20;  // bytes per parallel piece
+  const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+  auto* base = static_cast<std::byte*>(dst.data);
+#pragma omp parallel for schedule(static) if (worth_parallel(n))
+  for (int64_t k = 0; k < chunks; ++k) {
+    const size_t b0 = static_cast<size_t>(k) * kChunk;
+    std::memset(base + b0, 0, std::min(kChunk, bytes - b0));
+  }
+}
+
+}  // namespace nanogpt::cpu

@@ -1,10 +1,10 @@
 // Low-precision LayerNorm and GELU (ops_lowp.h). LayerNorm works row by row with the float32
 // kernels' row code (layernorm_impl.h): the forward (also fused with the float32 residual add)
 // rounds each float row once into its 16-bit output; the backward widens one dout row at a time,
-// so it computes exactly the float32 kernel on the widened dout. GELU widens a block of its 16-bit
-// inputs to float, runs the float32 kernel on the block (inside the parallel loop, so that call
-// runs on one thread; blocks of ~64K elements keep the cost of those nested regions negligible) and
-// narrows the result.
+// so it computes exactly the float32 kernel on the widened dout. GELU widens a block of 2K 16-bit
+// elements into stack buffers (in L1), runs the float32 kernels' element code (gelu_math.h) on it
+// and narrows the result: the same floats as the float32 kernel on widened inputs, one pass over
+// memory.
 #include <omp.h>
 
 #include <algorithm>
@@ -12,15 +12,12 @@
 
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/gelu_math.h"
 #include "kernels/cpu/layernorm_impl.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt::cpu {
-
-namespace {
-constexpr int64_t kBlock = int64_t{1} << 16;  // elements per block of the widened kernels
-}  // namespace
 
 void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int64_t N, int C) {
@@ -73,17 +70,14 @@ void layernorm_backward(KernelContext&, float* dinp, float* dweight, float* dbia
 
 void gelu_forward(KernelContext&, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
   if (out.f32() && inp.f32()) return gelu_forward(out.f32(), inp.f32(), N, kind);
-  const int64_t blocks = (N + kBlock - 1) / kBlock;
-#pragma omp parallel
-  {
-    std::vector<float> x(kBlock), y(kBlock);
-#pragma omp for schedule(static)
-    for (int64_t k = 0; k < blocks; ++k) {
-      const int64_t i0 = k * kBlock, m = std::min(kBlock, N - i0);
-      widen(x.data(), inp.at(i0), m);
-      gelu_forward(y.data(), x.data(), m, kind);
-      narrow(out.at(i0), y.data(), m);
-    }
+  const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
+#pragma omp parallel for schedule(static) if (worth_parallel(2 * N))
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
+    alignas(64) float x[kConvertBlock];  // in place: x, then gelu(x)
+    widen(x, inp.at(i0), m);
+    gelu_math::forward_serial(x, x, m, kind);
+    narrow(out.at(i0), x, m);
   }
 }
 
@@ -92,19 +86,16 @@ void gelu_backward(KernelContext&, TypedPtr dinp, ConstTypedPtr inp, ConstTypedP
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
-  const int64_t blocks = (N + kBlock - 1) / kBlock;
-#pragma omp parallel
-  {
-    std::vector<float> x(kBlock), d(kBlock), g(kBlock);
-#pragma omp for schedule(static)
-    for (int64_t k = 0; k < blocks; ++k) {
-      const int64_t i0 = k * kBlock, m = std::min(kBlock, N - i0);
-      widen(x.data(), inp.at(i0), m);
-      widen(d.data(), dout.at(i0), m);
-      widen(g.data(), dinp.at(i0), m);
-      gelu_backward(g.data(), x.data(), d.data(), m, kind);
-      narrow(dinp.at(i0), g.data(), m);
-    }
+  const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
+#pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
+    alignas(64) float x[kConvertBlock], d[kConvertBlock], g[kConvertBlock];
+    widen(x, inp.at(i0), m);
+    widen(d, dout.at(i0), m);
+    widen(g, dinp.at(i0), m);
+    gelu_math::backward_serial(g, x, d, m, kind);
+    narrow(dinp.at(i0), g, m);
   }
 }
 

@@ -45,6 +45,10 @@ void convert(TypedPtr dst, ConstTypedPtr src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) store(dst, i, load(src, i));
 }
 
+void fill_zero(TypedPtr dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) store(dst, i, 0.0f);
+}
+
 void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int64_t N, int C) {
   std::vector<float> o(static_cast<size_t>(N * C));

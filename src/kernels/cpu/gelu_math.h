@@ -1,0 +1,53 @@
+// GELU of one float and its derivative (tanh approximation and exact erf form), with the
+// vectorizable exp/tanh/erf of vec_math.h: the element code of the float32 GELU kernels (gelu.cpp)
+// and of the 16-bit ones that widen a block at a time (lowp_elementwise.cpp), so both compute the
+// same floats.
+#pragma once
+
+#include "kernels/cpu/vec_math.h"
+#include "kernels/ops.h"
+
+namespace nanogpt::cpu::gelu_math {
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+constexpr float kCubic = 0.044715f;
+
+inline float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + fast_tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
+}
+inline float gelu_erf(float x) { return 0.5f * x * (1.0f + fast_erf(x * kInvSqrt2)); }
+
+// d gelu / dx.
+inline float gelu_tanh_grad(float x) {
+  const float th = fast_tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+  return 0.5f * (1.0f + th) +
+         0.5f * x * (1.0f - th * th) * kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+}
+inline float gelu_erf_grad(float x) {
+  return 0.5f * (1.0f + fast_erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * fast_exp(-0.5f * x * x);
+}
+
+// out (n) = gelu(inp); dinp (n) += dout * gelu'(inp). Serial: the callers parallelize.
+inline void forward_serial(float* out, const float* inp, int64_t n, GeluKind kind) {
+  if (kind == GeluKind::kTanh) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(inp[i]);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = gelu_erf(inp[i]);
+  }
+}
+inline void backward_serial(float* dinp, const float* inp, const float* dout, int64_t n,
+                            GeluKind kind) {
+  if (kind == GeluKind::kTanh) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dinp[i] += dout[i] * gelu_tanh_grad(inp[i]);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dinp[i] += dout[i] * gelu_erf_grad(inp[i]);
+  }
+}
+
+}  // namespace nanogpt::cpu::gelu_math
