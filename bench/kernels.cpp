@@ -197,6 +197,26 @@ BENCHMARK(BM_AttentionW4)
     ->Args({4096, 2})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// W4 in bf16: the native kernel (attention_bf16.h), B 1, 12 heads x 64, fwd+bwd (args: T).
+void BM_AttentionW4Bf16(benchmark::State& state) {
+  const int B = 1, T = static_cast<int>(state.range(0)), C = 768, NH = 12;
+  std::vector<uint16_t> qkv(size_t(B) * T * 3 * C), dout(size_t(B) * T * C), out(dout.size()),
+      dqkv(qkv.size());
+  const auto q32 = random_vec(qkv.size(), 1), d32 = random_vec(dout.size(), 2);
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float_to_bf16(q32[i]);
+  for (size_t i = 0; i < dout.size(); ++i) dout[i] = float_to_bf16(d32[i]);
+  std::vector<float> lse(size_t(B) * NH * T);
+  for (auto _ : state) {
+    cpu::attention_forward_bf16(out.data(), lse.data(), qkv.data(), B, T, C, NH, 0.0f, 5);
+    cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B,
+                                 T, C, NH, 0.0f, 5);
+    benchmark::DoNotOptimize(dqkv.data());
+  }
+  set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
+}
+BENCHMARK(BM_AttentionW4Bf16)->Arg(1024)->Arg(2048)->Arg(4096)->Arg(8192)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_AttentionForward(benchmark::State& state) {
   const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
   const int C = 768, NH = 12;

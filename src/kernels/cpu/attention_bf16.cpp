@@ -24,7 +24,9 @@
 
 // GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized (their _mm512_undefined operands) when
 // inlined here; the warning is about the headers, not this file.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace nanogpt::cpu {
 
@@ -112,8 +114,6 @@ void gemm(bool acc, float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_
           const Pair* x, int64_t ldx, int R, int K2, int W) {
   (acc ? bf16_gemm<true> : bf16_gemm<false>)(out, ldo, a, a_rs, a_ks, x, ldx, R, K2, W);
 }
-
-inline Pair pair_of(uint16_t lo, uint16_t hi) { return lo | (static_cast<Pair>(hi) << 16); }
 
 // dst (TP/kBk tiles of (HS/2, kBk) pairs) = K^T by key blocks, pairs along the channel: tile jb,
 // pair row x2, column s = channels 2x2, 2x2+1 of key jb*kBk + s (the key's row read as pairs).
