@@ -95,11 +95,8 @@ double attention_flops(int B, int T, int C, bool backward) {
   return pairs * C * 2 * (backward ? 5 : 2);
 }
 
-// args: B, T, dropout*10
-void BM_AttentionForwardBackward(benchmark::State& state) {
-  const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
-  const float p = state.range(2) / 10.0f;
-  const int C = 768, NH = 12;
+// Times the float32 kernel's forward + backward on random inputs of one shape.
+void time_attention(benchmark::State& state, int B, int T, int C, int NH, float p) {
   auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
   std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
   for (auto _ : state) {
@@ -109,6 +106,12 @@ void BM_AttentionForwardBackward(benchmark::State& state) {
     benchmark::DoNotOptimize(dqkv.data());
   }
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
+}
+
+// args: B, T, dropout*10
+void BM_AttentionForwardBackward(benchmark::State& state) {
+  time_attention(state, static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), 768,
+                 12, state.range(2) / 10.0f);
 }
 BENCHMARK(BM_AttentionForwardBackward)
     ->Args({4, 64, 0})
@@ -120,19 +123,29 @@ BENCHMARK(BM_AttentionForwardBackward)
 
 // W2's attention: B 64, 6 heads x 64, T 256, fwd+bwd (args: dropout*10), FLOPs as above.
 void BM_AttentionW2(benchmark::State& state) {
-  const int B = 64, T = 256, C = 384, NH = 6;
-  const float p = state.range(0) / 10.0f;
-  auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
-  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
-  for (auto _ : state) {
-    cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
-    cpu::attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T, C,
-                            NH, p, 5);
-    benchmark::DoNotOptimize(dqkv.data());
-  }
-  set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
+  time_attention(state, 64, 256, 384, 6, state.range(0) / 10.0f);
 }
 BENCHMARK(BM_AttentionW2)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Random bf16 attention tensors of one shape and the native kernel's forward + backward on them.
+struct Bf16Attention {
+  int B, T, C, NH;
+  std::vector<uint16_t> qkv, dout, out, dqkv;
+  std::vector<float> lse;
+  Bf16Attention(int b, int t, int c, int nh)
+      : B(b), T(t), C(c), NH(nh), qkv(size_t(b) * t * 3 * c), dout(size_t(b) * t * c),
+        out(dout.size()), dqkv(qkv.size()) {
+    const auto q32 = random_vec(qkv.size(), 1), d32 = random_vec(dout.size(), 2);
+    for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float_to_bf16(q32[i]);
+    for (size_t i = 0; i < dout.size(); ++i) dout[i] = float_to_bf16(d32[i]);
+    lse.resize(size_t(B) * NH * T);
+  }
+  void native_forward_backward(float p) {
+    cpu::attention_forward_bf16(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
+    cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B,
+                                 T, C, NH, p, 5);
+  }
+};
 
 // Attention fwd+bwd in bf16 at W2 (args 0) and W3' (args 1) shapes, dropout as the workload (W2 0.2,
 // W3' 0): arg 1 = 0 the native bf16 kernel on the whole batch, 1 the float32 kernel behind
@@ -143,27 +156,20 @@ void BM_AttentionBf16(benchmark::State& state) {
   const DType op_dtype = state.range(1) == 2 ? DType::kBF16 : DType::kF16;
   const int B = w2 ? 64 : 4, T = w2 ? 256 : 1024, C = w2 ? 384 : 768, NH = w2 ? 6 : 12;
   const float p = w2 && state.range(1) != 3 ? 0.2f : 0.0f;
-  std::vector<uint16_t> qkv(size_t(B) * T * 3 * C), dout(size_t(B) * T * C), out(dout.size()),
-      dqkv(qkv.size());
-  const auto q32 = random_vec(qkv.size(), 1), d32 = random_vec(dout.size(), 2);
-  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float_to_bf16(q32[i]);
-  for (size_t i = 0; i < dout.size(); ++i) dout[i] = float_to_bf16(d32[i]);
-  std::vector<float> lse(size_t(B) * NH * T);
+  Bf16Attention a(B, T, C, NH);
   KernelContext ctx;
   for (auto _ : state) {
     if (native) {
-      cpu::attention_forward_bf16(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
-      cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B,
-                                   T, C, NH, p, 5);
+      a.native_forward_backward(p);
     } else {
-      cpu::attention_forward(ctx, TypedPtr(out.data(), op_dtype), lse.data(),
-                             ConstTypedPtr(qkv.data(), op_dtype), B, T, C, NH, p, 5);
-      cpu::attention_backward(ctx, TypedPtr(dqkv.data(), op_dtype),
-                              ConstTypedPtr(dout.data(), op_dtype),
-                              ConstTypedPtr(out.data(), op_dtype), lse.data(),
-                              ConstTypedPtr(qkv.data(), op_dtype), B, T, C, NH, p, 5);
+      cpu::attention_forward(ctx, TypedPtr(a.out.data(), op_dtype), a.lse.data(),
+                             ConstTypedPtr(a.qkv.data(), op_dtype), B, T, C, NH, p, 5);
+      cpu::attention_backward(ctx, TypedPtr(a.dqkv.data(), op_dtype),
+                              ConstTypedPtr(a.dout.data(), op_dtype),
+                              ConstTypedPtr(a.out.data(), op_dtype), a.lse.data(),
+                              ConstTypedPtr(a.qkv.data(), op_dtype), B, T, C, NH, p, 5);
     }
-    benchmark::DoNotOptimize(dqkv.data());
+    benchmark::DoNotOptimize(a.dqkv.data());
   }
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
 }
@@ -200,17 +206,10 @@ BENCHMARK(BM_AttentionW4)
 // W4 in bf16: the native kernel (attention_bf16.h), B 1, 12 heads x 64, fwd+bwd (args: T).
 void BM_AttentionW4Bf16(benchmark::State& state) {
   const int B = 1, T = static_cast<int>(state.range(0)), C = 768, NH = 12;
-  std::vector<uint16_t> qkv(size_t(B) * T * 3 * C), dout(size_t(B) * T * C), out(dout.size()),
-      dqkv(qkv.size());
-  const auto q32 = random_vec(qkv.size(), 1), d32 = random_vec(dout.size(), 2);
-  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float_to_bf16(q32[i]);
-  for (size_t i = 0; i < dout.size(); ++i) dout[i] = float_to_bf16(d32[i]);
-  std::vector<float> lse(size_t(B) * NH * T);
+  Bf16Attention a(B, T, C, NH);
   for (auto _ : state) {
-    cpu::attention_forward_bf16(out.data(), lse.data(), qkv.data(), B, T, C, NH, 0.0f, 5);
-    cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B,
-                                 T, C, NH, 0.0f, 5);
-    benchmark::DoNotOptimize(dqkv.data());
+    a.native_forward_backward(0.0f);
+    benchmark::DoNotOptimize(a.dqkv.data());
   }
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/buffer.h"
 #include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/ops.h"
@@ -49,10 +50,9 @@ inline const float* key_tile(const float* packed, int j0, const Dims& d) {
   return packed + static_cast<int64_t>(j0 / kBk) * d.HS * kBk;
 }
 
-// Per-thread forward buffers; kt, vp hold K^T and V of head packed_bh (packed on first use).
+// Per-thread forward buffers; kt, vp hold K^T and V of the thread's current head.
 struct ForwardScratch {
-  std::vector<float> kt, vp, s, o, m, l;
-  int packed_bh = -1;
+  Buffer<float> kt, vp, s, o, m, l;
   explicit ForwardScratch(const Dims& d)
       : kt(static_cast<size_t>(d.HS) * d.TP),
         vp(static_cast<size_t>(d.TP) * d.HSP),
@@ -109,31 +109,23 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                        float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
-  const int BH = B * NH, nqb = (T + kBq - 1) / kBq;
-#pragma omp parallel
-  {
-    ForwardScratch w(d);
-    // Task i: head i/nqb, query block nqb-1 - i%nqb: the longest rows first, so the short ones
-    // fill in at the end; consecutive tasks of a thread mostly share the head (packed once).
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < int64_t{BH} * nqb; ++i) {
-      const int bh = static_cast<int>(i / nqb), qb = nqb - 1 - static_cast<int>(i % nqb);
-      const int b = bh / NH, h = bh % NH;
-      const float* q = qkv + static_cast<int64_t>(b) * T * ld + h * d.HS;  // row t at q + t*ld
-      if (w.packed_bh != bh) {
-        pack_transposed(w.kt.data(), q + C, ld, d);
-        pack_rows(w.vp.data(), q + 2 * C, ld, d);
-        w.packed_bh = bh;
-      }
-      forward_block(out, lse, q, w.kt.data(), w.vp.data(), b, h, qb * kBq, d, w);
-    }
-  }
+  // Head (b, h): row t of Q at q + t*ld, K and V C and 2C further.
+  auto head = [&](int b, int h) { return qkv + static_cast<int64_t>(b) * T * ld + h * d.HS; };
+  run_forward_tasks<ForwardScratch>(
+      d,
+      [&](ForwardScratch& w, int b, int h) {
+        pack_transposed(w.kt.data(), head(b, h) + C, ld, d);
+        pack_rows(w.vp.data(), head(b, h) + 2 * C, ld, d);
+      },
+      [&](ForwardScratch& w, int b, int h, int i0) {
+        forward_block(out, lse, head(b, h), w.kt.data(), w.vp.data(), b, h, i0, d, w);
+      });
 }
 
 namespace {
 
 struct BackwardScratch {
-  std::vector<float> qp, dop, kp, kt, vt, s, dp, dkb, dvb, dq;
+  Buffer<float> qp, dop, kp, kt, vt, s, dp, dkb, dvb, dq, delta;
   explicit BackwardScratch(const Dims& d, bool own_dq)
       : qp(static_cast<size_t>(d.TP) * d.HSP),
         dop(qp.size()),
@@ -144,15 +136,17 @@ struct BackwardScratch {
         dp(kBq * kBk),
         dkb(static_cast<size_t>(kBk) * d.HSP),
         dvb(dkb.size()),
-        dq(own_dq ? qp.size() : 0) {}
+        dq(own_dq ? qp.size() : 0),
+        delta(static_cast<size_t>(d.T)) {}
 };
 
 // Key group g of G of head (b, h): key blocks g, g+G, g+2G, ... . dK, dV of those keys are added
 // into dqkv. dQ: with G == 1 the task owns the whole head and adds it into dqkv itself (dq is the
 // thread's scratch, set by the first key block, which meets every query block); with G > 1 dq
 // (TP, HSP) is this task's partial (zeroed here, summed into dqkv by the caller).
-// delta (T) = D_t of the head. Every scratch tile is set by its first product, never zero-filled.
-void backward_task(float* dqkv, float* dq, const float* dout, const float* delta, const float* lse,
+// D_t = dout_t . out_t of the head goes into the thread's scratch (no per-call allocation). Every
+// scratch tile is set by its first product, never zero-filled.
+void backward_task(float* dqkv, float* dq, const float* dout, const float* out, const float* lse,
                    const float* qkv, int b, int h, int g, int G, const Dims& d,
                    BackwardScratch& w) {
   const int T = d.T, HS = d.HS, HSP = d.HSP;
@@ -161,6 +155,14 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* delta
   const float* dob = dout + static_cast<int64_t>(b) * T * d.C + h * HS;
   const float* lse_h = lse + (static_cast<int64_t>(b) * d.NH + h) * T;
   float* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
+  const float* oh = out + static_cast<int64_t>(b) * T * d.C + h * HS;
+  float* delta = w.delta.data();
+  for (int t = 0; t < T; ++t) {
+    float acc = 0;
+#pragma omp simd reduction(+ : acc)
+    for (int x = 0; x < HS; ++x) acc += dob[t * d.C + x] * oh[t * d.C + x];
+    delta[t] = acc;
+  }
   if (G > 1) std::fill(dq, dq + static_cast<int64_t>(d.TP) * HSP, 0.0f);
   pack_rows(w.qp.data(), base, ld, d);
   pack_rows(w.kp.data(), base + d.C, ld, d);
@@ -220,32 +222,18 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
   const int G = key_groups(BH, T, omp_get_max_threads());
   const int64_t ld = 3 * static_cast<int64_t>(C);
   const int64_t part = static_cast<int64_t>(d.TP) * d.HSP;  // one dQ partial (TP, HSP)
-  std::vector<float> delta(static_cast<size_t>(BH) * T);    // (B, NH, T) D_t = dout_t . out_t
   // With G > 1: (B*NH, G, TP, HSP), zeroed by the task that owns each partial.
   std::unique_ptr<float[]> dq_parts(G > 1 ? new float[static_cast<size_t>(BH) * G * part]
                                           : nullptr);
 #pragma omp parallel
   {
-#pragma omp for schedule(static)
-    for (int64_t row = 0; row < int64_t{B} * T; ++row) {
-      const float* a = dout + row * C;
-      const float* c = out + row * C;
-      const int64_t b = row / T, t = row % T;
-      for (int h = 0; h < NH; ++h) {
-        float acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int x = 0; x < d.HS; ++x) acc += a[h * d.HS + x] * c[h * d.HS + x];
-        delta[(b * NH + h) * T + t] = acc;
-      }
-    }
     BackwardScratch w(d, G == 1);
     // Task i: head i%BH, key group i/BH (group 0 holds the longest key columns).
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < int64_t{BH} * G; ++i) {
       const int bh = static_cast<int>(i % BH), g = static_cast<int>(i / BH);
       float* dq = G == 1 ? w.dq.data() : dq_parts.get() + (int64_t{bh} * G + g) * part;
-      backward_task(dqkv, dq, dout,
-                    delta.data() + int64_t{bh} * T, lse, qkv, bh / NH, bh % NH, g, G, d, w);
+      backward_task(dqkv, dq, dout, out, lse, qkv, bh / NH, bh % NH, g, G, d, w);
     }
     // dQ with G > 1: sum the head's partials into dqkv, by rows.
     if (G > 1) {

@@ -20,7 +20,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/buffer.h"
 #include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/tile_gemm.h"
 
 // GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized (their _mm512_undefined operands) when
 // inlined here; the warning is about the headers, not this file.
@@ -62,51 +64,14 @@ inline void bf16_micro(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int
   }
 }
 
-template <bool kAcc, int R>
-inline void bf16_rows(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_t a_ks,
-                      const Pair* x, int64_t ldx, int K2, int W) {
-  int w = 0;
-  for (; w + 64 <= W; w += 64) {
-    bf16_micro<kAcc, R, 4>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
-  }
-  switch ((W - w) / 16) {
-    case 3:
-      bf16_micro<kAcc, R, 3>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
-      break;
-    case 2:
-      bf16_micro<kAcc, R, 2>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
-      break;
-    case 1:
-      bf16_micro<kAcc, R, 1>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K2);
-      break;
-    default:
-      break;
-  }
-}
-
 // out (R, W) (+)= A (R, 2*K2) X (2*K2, W): A by pairs (pair (r, k2) at a[r*a_rs + k2*a_ks]), X by
 // pair rows (row k2 holds rows 2k2 and 2k2+1 interleaved, stride ldx pairs). W a multiple of 16.
 template <bool kAcc>
 void bf16_gemm(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_t a_ks, const Pair* x,
                int64_t ldx, int R, int K2, int W) {
-  int r = 0;
-  for (; r + 4 <= R; r += 4) {
-    bf16_rows<kAcc, 4>(out + r * ldo, ldo, a + r * a_rs, a_rs, a_ks, x, ldx, K2, W);
-  }
-  const Pair* ar = a + r * a_rs;
-  switch (R - r) {
-    case 3:
-      bf16_rows<kAcc, 3>(out + r * ldo, ldo, ar, a_rs, a_ks, x, ldx, K2, W);
-      break;
-    case 2:
-      bf16_rows<kAcc, 2>(out + r * ldo, ldo, ar, a_rs, a_ks, x, ldx, K2, W);
-      break;
-    case 1:
-      bf16_rows<kAcc, 1>(out + r * ldo, ldo, ar, a_rs, a_ks, x, ldx, K2, W);
-      break;
-    default:
-      break;
-  }
+  for_each_register_tile(R, W, [&]<int Rt, int NV>(int r, int w) {
+    bf16_micro<kAcc, Rt, NV>(out + r * ldo + w, ldo, a + r * a_rs, a_rs, a_ks, x + w, ldx, K2);
+  });
 }
 
 // A by rows of pairs (a_ks = 1) or by columns (A^T of a pair-row layout: a_rs = 1).
@@ -199,9 +164,8 @@ inline void round_row_pair(Pair* dst, const float* row0, const float* row1) {
 }
 
 struct ForwardScratch {
-  std::vector<uint32_t> kt, vp, pb;
-  std::vector<float> s, o, m, l;
-  int packed_bh = -1;
+  Buffer<uint32_t> kt, vp, pb;
+  Buffer<float> s, o, m, l;
   explicit ForwardScratch(const Dims& d)
       : kt(static_cast<size_t>(d.HS / 2) * d.TP),
         vp(static_cast<size_t>(d.TP / 2) * d.HS),
@@ -254,8 +218,8 @@ void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, i
 }
 
 struct BackwardScratch {
-  std::vector<uint32_t> kt, vt, kp, qp, dop, pq, dsq, dsr;
-  std::vector<float> s, dp, dkb, dvb, dq;
+  Buffer<uint32_t> kt, vt, kp, qp, dop, pq, dsq, dsr;
+  Buffer<float> s, dp, dkb, dvb, dq, delta;
   explicit BackwardScratch(const Dims& d)
       : kt(static_cast<size_t>(d.HS / 2) * d.TP),
         vt(kt.size()),
@@ -269,11 +233,12 @@ struct BackwardScratch {
         dp(s.size()),
         dkb(static_cast<size_t>(kBk) * d.HS),
         dvb(dkb.size()),
-        dq(static_cast<size_t>(d.TP) * d.HS) {}
+        dq(static_cast<size_t>(d.TP) * d.HS),
+        delta(static_cast<size_t>(d.T)) {}
 };
 
-// Head (b, h), every key block. delta (T) = D_t of the head.
-void backward_head(uint16_t* dqkv, const uint16_t* dout, const float* delta, const float* lse,
+// Head (b, h), every key block.
+void backward_head(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out, const float* lse,
                    const uint16_t* qkv, int b, int h, const Dims& d, BackwardScratch& w) {
   const int T = d.T, HS = d.HS, H2 = HS / 2;
   const int64_t ld = 3 * static_cast<int64_t>(d.C);
@@ -281,6 +246,10 @@ void backward_head(uint16_t* dqkv, const uint16_t* dout, const float* delta, con
   const uint16_t* dob = dout + static_cast<int64_t>(b) * T * d.C + h * HS;
   const float* lse_h = lse + (static_cast<int64_t>(b) * d.NH + h) * T;
   uint16_t* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
+  // D_t = dout_t . out_t of the head (in the thread's scratch: no per-call allocation).
+  const uint16_t* oh = out + static_cast<int64_t>(b) * T * d.C + h * HS;
+  float* delta = w.delta.data();
+  for (int t = 0; t < T; ++t) delta[t] = dot_bf16(dob + t * d.C, oh + t * d.C, HS);
   pack_pairs_transposed(w.kt.data(), base + d.C, ld, d);
   pack_pairs_transposed(w.vt.data(), base + 2 * d.C, ld, d);
   pack_row_pairs(w.kp.data(), base + d.C, ld, d);
@@ -345,23 +314,17 @@ void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int 
                             int NH, float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
-  const int BH = B * NH, nqb = (T + kBq - 1) / kBq;
-#pragma omp parallel
-  {
-    ForwardScratch w(d);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < int64_t{BH} * nqb; ++i) {
-      const int bh = static_cast<int>(i / nqb), qb = nqb - 1 - static_cast<int>(i % nqb);
-      const int b = bh / NH, h = bh % NH;
-      const uint16_t* q = qkv + static_cast<int64_t>(b) * T * ld + h * d.HS;
-      if (w.packed_bh != bh) {
-        pack_pairs_transposed(w.kt.data(), q + C, ld, d);
-        pack_row_pairs(w.vp.data(), q + 2 * C, ld, d);
-        w.packed_bh = bh;
-      }
-      forward_block(out, lse, q, b, h, qb * kBq, d, w);
-    }
-  }
+  // Head (b, h): row t of Q at q + t*ld, K and V C and 2C further.
+  auto head = [&](int b, int h) { return qkv + static_cast<int64_t>(b) * T * ld + h * d.HS; };
+  run_forward_tasks<ForwardScratch>(
+      d,
+      [&](ForwardScratch& w, int b, int h) {
+        pack_pairs_transposed(w.kt.data(), head(b, h) + C, ld, d);
+        pack_row_pairs(w.vp.data(), head(b, h) + 2 * C, ld, d);
+      },
+      [&](ForwardScratch& w, int b, int h, int i0) {
+        forward_block(out, lse, head(b, h), b, h, i0, d, w);
+      });
 }
 
 void attention_backward_bf16(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out,
@@ -369,22 +332,12 @@ void attention_backward_bf16(uint16_t* dqkv, const uint16_t* dout, const uint16_
                              float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int BH = B * NH;
-  std::vector<float> delta(static_cast<size_t>(BH) * T);  // (B, NH, T) D_t = dout_t . out_t
 #pragma omp parallel
   {
-#pragma omp for schedule(static)
-    for (int64_t row = 0; row < int64_t{B} * T; ++row) {
-      const uint16_t* a = dout + row * C;
-      const uint16_t* c = out + row * C;
-      const int64_t b = row / T, t = row % T;
-      for (int h = 0; h < NH; ++h) {
-        delta[(b * NH + h) * T + t] = dot_bf16(a + h * d.HS, c + h * d.HS, d.HS);
-      }
-    }
     BackwardScratch w(d);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < BH; ++bh) {
-      backward_head(dqkv, dout, delta.data() + bh * T, lse, qkv, static_cast<int>(bh / NH),
+      backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH),
                     static_cast<int>(bh % NH), d, w);
     }
   }

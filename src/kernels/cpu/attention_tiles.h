@@ -79,27 +79,55 @@ inline uint64_t mask_index(int b, int h, int t, int s, const Dims& d) {
 // must be multiplied by (0 when nothing was accumulated yet).
 inline float softmax_row(float* row, int nv, float& m, float& l, int b, int h, int t, int j0,
                          const Dims& d) {
+  // Locals, not d's fields: the stores to row could alias a float of d (through a reference),
+  // which would keep GCC from vectorizing the loops below.
+  const float scale = d.scale, p = d.p, keep_scale = d.keep_scale;
+  const uint64_t seed = d.seed;
   // Row max and sum by whole vectors (a scalar reduction chain per row costs as much as a quarter
   // of the block's GEMMs); scale > 0, so max(row) * scale is the max of the scaled.
   float mx = m;
   if (nv == kBk) {
-    mx = std::max(mx, max_of_64(row) * d.scale);
+    mx = std::max(mx, max_of_64(row) * scale);
   } else {
-    for (int j = 0; j < nv; ++j) mx = std::max(mx, row[j] * d.scale);
+    for (int j = 0; j < nv; ++j) mx = std::max(mx, row[j] * scale);
   }
   const float corr = m == -INFINITY ? 0.0f : fast_exp(m - mx);
 #pragma omp simd
-  for (int j = 0; j < nv; ++j) row[j] = fast_exp(row[j] * d.scale - mx);
+  for (int j = 0; j < nv; ++j) row[j] = fast_exp(row[j] * scale - mx);
   if (nv < kBk) std::fill(row + nv, row + kBk, 0.0f);
   const float sum = sum_of_64(row);
-  if (d.p > 0) {
+  if (p > 0) {
     const uint64_t base = mask_index(b, h, t, j0, d);
 #pragma omp simd
-    for (int j = 0; j < nv; ++j) row[j] *= dropout_keep(d.seed, base + j, d.p, d.keep_scale);
+    for (int j = 0; j < nv; ++j) row[j] *= dropout_keep(seed, base + j, p, keep_scale);
   }
   m = mx;
   l = l * corr + sum;
   return corr;
+}
+
+// The forward's parallel loop. Task i: head i/nqb, query block nqb-1 - i%nqb: the longest rows
+// first, so the short ones fill in at the end; consecutive tasks of a thread mostly share the head,
+// whose K and V it packs once: pack(w, b, h) when the thread starts on a head, then
+// block(w, b, h, i0) for the query block at row i0. Scratch (per thread) is built from the Dims.
+template <class Scratch, class Pack, class Block>
+void run_forward_tasks(const Dims& d, Pack pack, Block block) {
+  const int BH = d.B * d.NH, nqb = (d.T + kBq - 1) / kBq;
+#pragma omp parallel
+  {
+    Scratch w(d);
+    int packed = -1;  // the head whose K, V are in w
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < int64_t{BH} * nqb; ++i) {
+      const int bh = static_cast<int>(i / nqb), qb = nqb - 1 - static_cast<int>(i % nqb);
+      const int b = bh / d.NH, h = bh % d.NH;
+      if (packed != bh) {
+        pack(w, b, h);
+        packed = bh;
+      }
+      block(w, b, h, qb * kBq);
+    }
+  }
 }
 
 // Backward, one row of query t against key block j0: srow (kBk scores) becomes the dropped
@@ -107,21 +135,23 @@ inline float softmax_row(float* row, int nv, float& m, float& l, int b, int h, i
 // Both are zero past nv.
 inline void backward_row(float* srow, float* dprow, int nv, float lt, float dt, int b, int h, int t,
                          int j0, const Dims& d) {
-  if (d.p > 0) {
+  const float scale = d.scale, p = d.p, keep_scale = d.keep_scale;  // locals: see softmax_row
+  const uint64_t seed = d.seed;
+  if (p > 0) {
     const uint64_t idx = mask_index(b, h, t, j0, d);
 #pragma omp simd
     for (int j = 0; j < nv; ++j) {
-      const float p = fast_exp(srow[j] * d.scale - lt);
-      const float mk = dropout_keep(d.seed, idx + j, d.p, d.keep_scale);
-      srow[j] = p * mk;
-      dprow[j] = p * (dprow[j] * mk - dt) * d.scale;
+      const float pr = fast_exp(srow[j] * scale - lt);
+      const float mk = dropout_keep(seed, idx + j, p, keep_scale);
+      srow[j] = pr * mk;
+      dprow[j] = pr * (dprow[j] * mk - dt) * scale;
     }
   } else {
 #pragma omp simd
     for (int j = 0; j < nv; ++j) {
-      const float p = fast_exp(srow[j] * d.scale - lt);
-      srow[j] = p;
-      dprow[j] = p * (dprow[j] - dt) * d.scale;
+      const float pr = fast_exp(srow[j] * scale - lt);
+      srow[j] = pr;
+      dprow[j] = pr * (dprow[j] - dt) * scale;
     }
   }
   if (nv < kBk) {

@@ -46,48 +46,38 @@ inline void tile_gemm_micro(float* out, int64_t ldo, const float* a, int64_t a_r
   }
 }
 
-template <bool kAcc, int R>
-inline void tile_gemm_rows(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
-                           const float* x, int64_t ldx, int K, int W) {
-  int w = 0;
-  for (; w + 64 <= W; w += 64)
-    tile_gemm_micro<kAcc, R, 4>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
-  switch ((W - w) / 16) {
-    case 3:
-      tile_gemm_micro<kAcc, R, 3>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
-      break;
-    case 2:
-      tile_gemm_micro<kAcc, R, 2>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
-      break;
-    case 1:
-      tile_gemm_micro<kAcc, R, 1>(out + w, ldo, a, a_rs, a_ks, x + w, ldx, K);
-      break;
-    default:
-      break;
+// Covers an (R, W) output by register tiles: rows 4 at a time (then the 1-3 left), columns 64 at a
+// time (then 48, 32 or 16; W is a multiple of 16), calling micro.template operator()<Rt, NV>(r, w)
+// for the tile of Rt rows and NV 16-wide vectors at (r, w). Shared by the float32 tiles here and
+// the bf16 ones of attention_bf16.cpp.
+template <class Micro>
+inline void for_each_register_tile(int R, int W, Micro&& micro) {
+  auto widths = [&]<int Rt>(int r) {
+    int w = 0;
+    for (; w + 64 <= W; w += 64) micro.template operator()<Rt, 4>(r, w);
+    switch ((W - w) / 16) {
+      case 3: micro.template operator()<Rt, 3>(r, w); break;
+      case 2: micro.template operator()<Rt, 2>(r, w); break;
+      case 1: micro.template operator()<Rt, 1>(r, w); break;
+      default: break;
+    }
+  };
+  int r = 0;
+  for (; r + 4 <= R; r += 4) widths.template operator()<4>(r);
+  switch (R - r) {
+    case 3: widths.template operator()<3>(r); break;
+    case 2: widths.template operator()<2>(r); break;
+    case 1: widths.template operator()<1>(r); break;
+    default: break;
   }
 }
 
 template <bool kAcc>
 inline void tile_gemm(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
                       const float* x, int64_t ldx, int R, int K, int W) {
-  int r = 0;
-  for (; r + 4 <= R; r += 4) {
-    tile_gemm_rows<kAcc, 4>(out + r * ldo, ldo, a + r * a_rs, a_rs, a_ks, x, ldx, K, W);
-  }
-  const int64_t o = r * ldo, ao = r * a_rs;
-  switch (R - r) {
-    case 3:
-      tile_gemm_rows<kAcc, 3>(out + o, ldo, a + ao, a_rs, a_ks, x, ldx, K, W);
-      break;
-    case 2:
-      tile_gemm_rows<kAcc, 2>(out + o, ldo, a + ao, a_rs, a_ks, x, ldx, K, W);
-      break;
-    case 1:
-      tile_gemm_rows<kAcc, 1>(out + o, ldo, a + ao, a_rs, a_ks, x, ldx, K, W);
-      break;
-    default:
-      break;
-  }
+  for_each_register_tile(R, W, [&]<int Rt, int NV>(int r, int w) {
+    tile_gemm_micro<kAcc, Rt, NV>(out + r * ldo + w, ldo, a + r * a_rs, a_rs, a_ks, x + w, ldx, K);
+  });
 }
 
 inline void tile_gemm_acc(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks,
