@@ -262,22 +262,29 @@ void BM_LayerNormBackward(benchmark::State& state) {
 BENCHMARK(BM_LayerNormForward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_LayerNormBackward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// args: N elements, kind (0 tanh, 1 exact)
+// args: N elements, kind (0 tanh, 1 exact), storage (0 float32, 1 bf16 through the 16-bit op)
 void BM_GeluForwardBackward(benchmark::State& state) {
   const int64_t N = state.range(0);
   const GeluKind kind = state.range(1) ? GeluKind::kExact : GeluKind::kTanh;
-  auto x = random_vec(N, 1), dout = random_vec(N, 2);
-  std::vector<float> out(N), dx(N);
+  const DType t = state.range(2) ? DType::kBF16 : DType::kF32;
+  const size_t es = dtype_size(t);
+  auto x32 = random_vec(N, 1), dout32 = random_vec(N, 2);
+  std::vector<std::byte> x(N * es), dout(N * es), out(N * es), dx(N * es);
+  cpu::convert(TypedPtr(x.data(), t), x32.data(), N);
+  cpu::convert(TypedPtr(dout.data(), t), dout32.data(), N);
+  KernelContext ctx;
   for (auto _ : state) {
-    cpu::gelu_forward(out.data(), x.data(), N, kind);
-    cpu::gelu_backward(dx.data(), x.data(), dout.data(), N, kind);
+    cpu::gelu_forward(ctx, TypedPtr(out.data(), t), ConstTypedPtr(x.data(), t), N, kind);
+    cpu::gelu_backward(ctx, TypedPtr(dx.data(), t), ConstTypedPtr(x.data(), t),
+                       ConstTypedPtr(dout.data(), t), N, kind);
     benchmark::DoNotOptimize(dx.data());
   }
-  set_bytes(state, 6.0 * N * 4);
+  set_bytes(state, 6.0 * N * double(es));
 }
 BENCHMARK(BM_GeluForwardBackward)
-    ->Args({4096 * 3072, 0})
-    ->Args({4096 * 3072, 1})
+    ->Args({4096 * 3072, 0, 0})
+    ->Args({4096 * 3072, 1, 0})
+    ->Args({4096 * 3072, 0, 1})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The MLP's GELU half, forward + backward, fused (matmul_gelu_forward, gelu_matmul_backward) or
