@@ -39,9 +39,9 @@ void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
 // same L1 sets, which halves the kernel's speed.
 void pack_transposed(float* dst, const float* src, int64_t ld, const Dims& d) {
   if (d.T != d.TP) std::fill(dst, dst + static_cast<int64_t>(d.HS) * d.TP, 0.0f);
-  for (int t = 0; t < d.T; ++t) {
-    float* tile = dst + static_cast<int64_t>(t / kBk) * d.HS * kBk + t % kBk;
-    for (int x = 0; x < d.HS; ++x) tile[x * kBk] = src[t * ld + x];
+  for (int t0 = 0; t0 < d.T; t0 += kBk) {
+    transpose32(reinterpret_cast<Word32*>(dst + static_cast<int64_t>(t0 / kBk) * d.HS * kBk), kBk,
+                reinterpret_cast<const Word32*>(src + t0 * ld), ld, std::min(kBk, d.T - t0), d.HS);
   }
 }
 

@@ -86,11 +86,10 @@ void gemm(bool acc, float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_
 void pack_pairs_transposed(Pair* dst, const uint16_t* src, int64_t ld, const Dims& d) {
   const int H2 = d.HS / 2;
   if (d.T != d.TP) std::fill(dst, dst + static_cast<int64_t>(H2) * d.TP, Pair{0});
-  for (int t = 0; t < d.T; ++t) {
-    Pair* tile = dst + static_cast<int64_t>(t / kBk) * H2 * kBk + t % kBk;
-    Pair row[256];
-    std::memcpy(row, src + t * ld, sizeof(Pair) * H2);
-    for (int x2 = 0; x2 < H2; ++x2) tile[x2 * kBk] = row[x2];
+  for (int t0 = 0; t0 < d.T; t0 += kBk) {
+    transpose32(dst + static_cast<int64_t>(t0 / kBk) * H2 * kBk, kBk,
+                reinterpret_cast<const Word32*>(src + t0 * ld), ld / 2, std::min(kBk, d.T - t0),
+                H2);
   }
 }
 

@@ -10,6 +10,10 @@
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/cpu/vec_math.h"
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
 namespace nanogpt::cpu::attention_tiles {
 
 constexpr int kBq = 32;  // query rows per block
@@ -41,6 +45,54 @@ inline int key_groups(int BH, int T, int threads) {
   const int nkb = (T + kBk - 1) / kBk;
   const int want = (4 * threads + BH - 1) / BH;
   return std::clamp(want, 1, nkb);
+}
+
+// A 32-bit element (float or a bf16 pair) that may be read and written through any type.
+typedef uint32_t Word32 __attribute__((may_alias));
+
+// dst[c*ldd + r] = src[r*lds + c] for r < R, c < W (32-bit elements): 16 x 16 blocks transposed in
+// registers (AVX-512: 32-bit, 64-bit and 128-bit lane interleaves), the edges element by element.
+// The K^T / V^T packing of the attention kernels.
+inline void transpose32(Word32* dst, int64_t ldd, const Word32* src, int64_t lds, int R, int W) {
+  int r0 = 0;
+#ifdef __AVX512F__
+  for (; r0 + 16 <= R; r0 += 16) {
+    int c0 = 0;
+    for (; c0 + 16 <= W; c0 += 16) {
+      __m512 r[16], t[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (r0 + i) * lds + c0);
+      for (int i = 0; i < 16; i += 2) {  // lane m: a[4m] b[4m] a[4m+1] b[4m+1] / a[4m+2] ...
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 16; i += 4) {  // r[i+k], lane m: rows i..i+3 of column 4m+k
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), e = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e));
+      }
+      for (int k = 0; k < 4; ++k) {  // output row 4m+k = lane m of r[k], r[4+k], r[8+k], r[12+k]
+        const __m512 x0 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
+        const __m512 x1 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
+        const __m512 y0 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+        const __m512 y1 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
+        Word32* out = dst + (c0 + k) * ldd + r0;
+        _mm512_storeu_ps(out, _mm512_shuffle_f32x4(x0, y0, 0x88));
+        _mm512_storeu_ps(out + 4 * ldd, _mm512_shuffle_f32x4(x1, y1, 0x88));
+        _mm512_storeu_ps(out + 8 * ldd, _mm512_shuffle_f32x4(x0, y0, 0xdd));
+        _mm512_storeu_ps(out + 12 * ldd, _mm512_shuffle_f32x4(x1, y1, 0xdd));
+      }
+    }
+    for (int r = r0; r < r0 + 16; ++r) {
+      for (int c = c0; c < W; ++c) dst[c * ldd + r] = src[r * lds + c];
+    }
+  }
+#endif
+  for (int r = r0; r < R; ++r) {
+    for (int c = 0; c < W; ++c) dst[c * ldd + r] = src[r * lds + c];
+  }
 }
 
 static_assert(kBk == 64, "max_of_64 / sum_of_64 read one score row of 4 vectors");
