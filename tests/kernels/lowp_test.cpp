@@ -14,47 +14,17 @@
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/cpu/attention_bf16.h"
+#include "lowp_tensor.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
 namespace {
 
 using testing::expect_within;
+using testing::Lowp;
 using testing::random_normal;
-
-double unit_roundoff(DType t) {
-  return t == DType::kBF16 ? kUnitRoundoffBf16
-                           : (t == DType::kF16 ? kUnitRoundoffFp16 : kUnitRoundoffF32);
-}
-// Half the subnormal step (fp16 2^-24, bf16 2^-133, float 2^-149): the absolute error of rounding
-// a value below the normal range.
-double tiny(DType t) {
-  return std::ldexp(1.0, t == DType::kF16 ? -25 : (t == DType::kBF16 ? -134 : -150));
-}
-
-// A tensor stored in `t` (values rounded with the scalar definitions) and its exact float values.
-struct Lowp {
-  DType t;
-  std::vector<uint16_t> bits;
-  std::vector<float> f32;  // the storage when t is float32, else the widened values
-  Lowp(const std::vector<float>& v, DType type) : t(type), bits(v.size()), f32(v) {
-    if (t == DType::kF32) return;
-    for (size_t i = 0; i < v.size(); ++i) {
-      bits[i] = t == DType::kBF16 ? float_to_bf16(v[i]) : float_to_fp16(v[i]);
-      f32[i] = t == DType::kBF16 ? bf16_to_float(bits[i]) : fp16_to_float(bits[i]);
-    }
-  }
-  TypedPtr ptr() { return t == DType::kF32 ? TypedPtr(f32.data()) : TypedPtr(bits.data(), t); }
-  // The current values as floats (after an op wrote into ptr()).
-  std::vector<float> values() const {
-    if (t == DType::kF32) return f32;
-    std::vector<float> v(bits.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-      v[i] = t == DType::kBF16 ? bf16_to_float(bits[i]) : fp16_to_float(bits[i]);
-    }
-    return v;
-  }
-};
+using testing::tiny;
+using testing::unit_roundoff;
 
 // Two values a, b (float) each rounded once to t are at most |a - b| + u (|a| + |b|) apart (plus
 // the subnormal step): the tolerance between an op's cpu and ref results once both are rounded.

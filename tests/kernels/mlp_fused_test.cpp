@@ -14,6 +14,7 @@
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/ops_lowp.h"
+#include "lowp_tensor.h"
 
 namespace nanogpt {
 namespace {
@@ -21,43 +22,13 @@ namespace {
 using testing::abs_of;
 using testing::expect_within;
 using testing::kEps;
+using testing::Lowp;
 using testing::random_normal;
+using testing::tiny;
+using testing::unit_roundoff;
 
-double unit_roundoff(DType t) {
-  return t == DType::kBF16 ? kUnitRoundoffBf16
-                           : (t == DType::kF16 ? kUnitRoundoffFp16 : kUnitRoundoffF32);
-}
-double tiny(DType t) {  // half the subnormal step of t
-  return std::ldexp(1.0, t == DType::kF16 ? -25 : (t == DType::kBF16 ? -134 : -150));
-}
 // The largest |gelu'(x)| (tanh form and exact form both stay below 1.13).
 constexpr double kGeluSlope = 1.13;
-
-// A tensor stored in `t` (float32 storage when t is float32).
-struct Tensor {
-  DType t;
-  std::vector<uint16_t> bits;
-  std::vector<float> f32;
-  Tensor(const std::vector<float>& v, DType type) : t(type), bits(v.size()), f32(v) {
-    if (t == DType::kF32) return;
-    for (size_t i = 0; i < v.size(); ++i) {
-      bits[i] = t == DType::kBF16 ? float_to_bf16(v[i]) : float_to_fp16(v[i]);
-    }
-  }
-  Tensor(size_t n, DType type) : Tensor(std::vector<float>(n, 0.0f), type) {}
-  TypedPtr ptr() { return t == DType::kF32 ? TypedPtr(f32.data()) : TypedPtr(bits.data(), t); }
-  std::vector<float> values() const {
-    if (t == DType::kF32) return f32;
-    std::vector<float> v(bits.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-      v[i] = t == DType::kBF16 ? bf16_to_float(bits[i]) : fp16_to_float(bits[i]);
-    }
-    return v;
-  }
-  bool operator==(const Tensor& o) const {  // the stored values, bit for bit
-    return t == o.t && (t == DType::kF32 ? f32 == o.f32 : bits == o.bits);
-  }
-};
 
 // Matmul-sized tolerance: (K + 2) u32 S of float32 sums, each side rounded to `out`.
 std::vector<double> sum_tolerance(const std::vector<float>& S, const std::vector<float>& want,
@@ -79,12 +50,12 @@ class MlpFusedTest
 TEST_P(MlpFusedTest, ForwardMatchesMatmulThenGelu) {
   const auto [t, N, C, OC, kind] = GetParam();
   KernelContext ctx;
-  Tensor inp(random_normal(size_t(N) * C, 1), t), w(random_normal(size_t(OC) * C, 2, 0.3f), t);
+  Lowp inp(random_normal(size_t(N) * C, 1), t), w(random_normal(size_t(OC) * C, 2, 0.3f), t);
   const auto b = random_normal(OC, 3, 0.5f);
-  Tensor fch(size_t(N) * OC, t), act(size_t(N) * OC, t);
+  Lowp fch(size_t(N) * OC, t), act(size_t(N) * OC, t);
   cpu::matmul_gelu_forward(ctx, fch.ptr(), act.ptr(), inp.ptr(), w.ptr(), b.data(), N, C, OC,
                            kind);
-  Tensor fch_u(size_t(N) * OC, t), act_u(size_t(N) * OC, t);
+  Lowp fch_u(size_t(N) * OC, t), act_u(size_t(N) * OC, t);
   cpu::matmul_forward(ctx, fch_u.ptr(), inp.ptr(), w.ptr(), b.data(), N, C, OC);
   cpu::gelu_forward(ctx, act_u.ptr(), fch_u.ptr(), int64_t(N) * OC, kind);
 
@@ -94,7 +65,7 @@ TEST_P(MlpFusedTest, ForwardMatchesMatmulThenGelu) {
   ref::matmul_forward(S.data(), ai.data(), aw.data(), ab.data(), N, C, OC);
   expect_within(fch.values(), fch_u.values(), sum_tolerance(S, fch_u.values(), C + 1, t), "fch");
   // fch_gelu is exactly the GELU of fch as stored.
-  Tensor act_of_fch(size_t(N) * OC, t);
+  Lowp act_of_fch(size_t(N) * OC, t);
   cpu::gelu_forward(ctx, act_of_fch.ptr(), fch.ptr(), int64_t(N) * OC, kind);
   EXPECT_TRUE(act == act_of_fch) << "fch_gelu != gelu(fch)";
 }
@@ -102,17 +73,17 @@ TEST_P(MlpFusedTest, ForwardMatchesMatmulThenGelu) {
 TEST_P(MlpFusedTest, BackwardMatchesGeluMatmulAndGeluBackward) {
   const auto [t, N, C, OC, kind] = GetParam();
   KernelContext ctx;
-  Tensor pre(random_normal(size_t(N) * C, 4, 1.5f), t), w(random_normal(size_t(OC) * C, 5, 0.3f), t);
-  Tensor dout(random_normal(size_t(N) * OC, 6), t);
+  Lowp pre(random_normal(size_t(N) * C, 4, 1.5f), t), w(random_normal(size_t(OC) * C, 5, 0.3f), t);
+  Lowp dout(random_normal(size_t(N) * OC, 6), t);
   const auto dw0 = random_normal(size_t(OC) * C, 7), db0 = random_normal(OC, 8);
 
   // Fused; dpre starts as garbage (it is overwritten).
-  Tensor dpre(random_normal(size_t(N) * C, 9), t);
+  Lowp dpre(random_normal(size_t(N) * C, 9), t);
   auto dw = dw0, db = db0;
   cpu::gelu_matmul_backward(ctx, dpre.ptr(), dw.data(), db.data(), dout.ptr(), pre.ptr(), w.ptr(),
                             N, C, OC, kind);
   // Unfused: gelu recomputed, matmul backward into a zeroed d(gelu), gelu backward into zeroed dpre.
-  Tensor act(size_t(N) * C, t), dact(size_t(N) * C, t), dpre_u(size_t(N) * C, t);
+  Lowp act(size_t(N) * C, t), dact(size_t(N) * C, t), dpre_u(size_t(N) * C, t);
   auto dw_u = dw0, db_u = db0;
   cpu::gelu_forward(ctx, act.ptr(), pre.ptr(), int64_t(N) * C, kind);
   cpu::matmul_backward(ctx, dact.ptr(), dw_u.data(), db_u.data(), dout.ptr(), act.ptr(), w.ptr(), N,
@@ -135,7 +106,7 @@ TEST_P(MlpFusedTest, BackwardMatchesGeluMatmulAndGeluBackward) {
   EXPECT_EQ(db, db_u);
 
   // No bias gradient, and dweight null: dpre alone.
-  Tensor dpre2(size_t(N) * C, t);
+  Lowp dpre2(size_t(N) * C, t);
   cpu::gelu_matmul_backward(ctx, dpre2.ptr(), nullptr, nullptr, dout.ptr(), pre.ptr(), w.ptr(), N,
                             C, OC, kind);
   EXPECT_TRUE(dpre2 == dpre);
