@@ -84,6 +84,23 @@ std::pair<int64_t, int64_t> thread_slice(int64_t n, int64_t threads, int64_t tid
   return {begin, std::min(n, begin + chunk)};
 }
 
+// In parallel, for every tensor of `specs`: body(k, offset, n) on this thread's slice of it, with
+// k.keep the tensor's weight-decay factor (decay_factor, or 1 for tensors without decay).
+template <class Body>
+void for_each_thread_slice(const std::vector<ParamSpec>& specs, AdamWScalars k,
+                           float decay_factor, Body body) {
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    AdamWScalars local = k;
+    for (const auto& s : specs) {
+      local.keep = s.decay ? decay_factor : 1.0f;
+      const auto [begin, end] = thread_slice(s.numel, nt, tid);
+      body(local, s.offset + begin, end - begin);
+    }
+  }
+}
+
 }  // namespace
 
 AdamW::AdamW(const ParamTable& table, double beta1, double beta2, double weight_decay, double eps,
@@ -111,50 +128,32 @@ AdamWScalars AdamW::scalars(double lr) {
 }
 
 void AdamW::step(float* params, const float* grads, double lr) {
-  const AdamWScalars k = scalars(lr);
-  const float decay_factor = static_cast<float>(1.0 - lr * weight_decay_);
-  const auto& specs = table_.specs();
   float* m_all = m_.data();
   float* v_all = v_.data();
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    AdamWScalars local = k;
-    for (const auto& s : specs) {
-      local.keep = s.decay ? decay_factor : 1.0f;
-      const auto [begin, end] = thread_slice(s.numel, nt, tid);
-      const int64_t off = s.offset + begin;
-      // (g is only read when kFused is false.)
-      adamw_update<false>(params + off, const_cast<float*>(grads) + off, m_all + off, v_all + off,
-                          end - begin, local);
-    }
-  }
+  for_each_thread_slice(table_.specs(), scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
+                        [&](const AdamWScalars& k, int64_t off, int64_t n) {
+                          // (g is only read when kFused is false.)
+                          adamw_update<false>(params + off, const_cast<float*>(grads) + off,
+                                              m_all + off, v_all + off, n, k);
+                        });
 }
 
 void AdamW::step_fused(float* params, float* grads, double lr, const FusedStepExtras& extras) {
-  const AdamWScalars k = scalars(lr);
-  const float decay_factor = static_cast<float>(1.0 - lr * weight_decay_);
   const GradTransform x{extras.grad_unscale, extras.grad_clip, extras.zero_grads};
   const TypedPtr lowp = extras.params_lowp;
-  const auto& specs = table_.specs();
   float* m_all = m_.data();
   float* v_all = v_.data();
-#pragma omp parallel
-  {
-    // The same slices as step(), walked in blocks so that each block of updated params is still
-    // in L1 when it is rounded into the 16-bit copy.
-    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    AdamWScalars local = k;
-    for (const auto& s : specs) {
-      local.keep = s.decay ? decay_factor : 1.0f;
-      const auto [begin, end] = thread_slice(s.numel, nt, tid);
-      for (int64_t b = begin; b < end; b += cpu::kConvertBlock) {
-        const int64_t off = s.offset + b, n = std::min(cpu::kConvertBlock, end - b);
-        adamw_update<true>(params + off, grads + off, m_all + off, v_all + off, n, local, x);
-        if (lowp) cpu::narrow(lowp.at(off), params + off, n);
-      }
-    }
-  }
+  // The same slices as step(), walked in blocks so that each block of updated params is still in
+  // L1 when it is rounded into the 16-bit copy.
+  for_each_thread_slice(table_.specs(), scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
+                        [&](const AdamWScalars& k, int64_t off0, int64_t n0) {
+                          for (int64_t b = 0; b < n0; b += cpu::kConvertBlock) {
+                            const int64_t off = off0 + b, n = std::min(cpu::kConvertBlock, n0 - b);
+                            adamw_update<true>(params + off, grads + off, m_all + off, v_all + off,
+                                               n, k, x);
+                            if (lowp) cpu::narrow(lowp.at(off), params + off, n);
+                          }
+                        });
 }
 
 std::vector<OptimizerStateTensor> AdamW::state_tensors() {
