@@ -34,6 +34,17 @@ int64_t last_peak(const std::string& metrics) {
   return peak;
 }
 
+// Trains `shape` on 2 ranks twice, into plain/ and (with ZeRO-1) zero/ under dir; both must succeed.
+// The plain run's result goes to *plain_out when given.
+void train_plain_and_zero_one(const std::string& dir, const std::string& shape,
+                              RunResult* plain_out = nullptr) {
+  RunResult plain = run_ranks(dir, 2, "train --out_dir=plain" + shape);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  if (plain_out) *plain_out = plain;
+  RunResult zero = run_ranks(dir, 2, "train --out_dir=zero --zero_stage=1" + shape);
+  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+}
+
 TEST(DataParallelMemory, RankPeakMatchesTheEstimateAndZeroOneSaves) {
   std::string dir = prepared_dir("memory");
   // A wider model, so parameters and optimizer state dominate the peak.
@@ -41,10 +52,8 @@ TEST(DataParallelMemory, RankPeakMatchesTheEstimateAndZeroOneSaves) {
       " --n_layer=2 --n_head=4 --n_embd=128 --block_size=32 --batch_size=2 "
       "--gradient_accumulation_steps=2 --max_iters=2 --eval_iters=1 --eval_interval=100 "
       "--dataset=sc";
-  RunResult plain = run_ranks(dir, 2, "train --out_dir=plain" + shape);
-  ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  RunResult zero = run_ranks(dir, 2, "train --out_dir=zero --zero_stage=1" + shape);
-  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  RunResult plain;
+  ASSERT_NO_FATAL_FAILURE(train_plain_and_zero_one(dir, shape, &plain));
   const int64_t plain_peak = last_peak(dir + "/plain/metrics.jsonl");
   const int64_t zero_peak = last_peak(dir + "/zero/metrics.jsonl");
 
@@ -94,12 +103,9 @@ TEST(DataParallelMemory, ZeroOneInBfloat16ShardsTheMasterWeights) {
   std::string dir = prepared_dir("memory_bf16");
   const std::string shape =
       " --n_layer=2 --n_head=4 --n_embd=128 --block_size=32 --batch_size=2 "
-      "--gradient_accumulation_steps=2 --eval_iters=1 --eval_interval=100 --dataset=sc "
-      "--dtype=bfloat16";
-  RunResult plain = run_ranks(dir, 2, "train --out_dir=plain --max_iters=2" + shape);
-  ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  RunResult zero = run_ranks(dir, 2, "train --out_dir=zero --max_iters=2 --zero_stage=1" + shape);
-  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+      "--gradient_accumulation_steps=2 --max_iters=2 --eval_iters=1 --eval_interval=100 "
+      "--dataset=sc --dtype=bfloat16";
+  ASSERT_NO_FATAL_FAILURE(train_plain_and_zero_one(dir, shape));
   const std::vector<int64_t> plain_ranks = last_rank_peaks(dir + "/plain/metrics.jsonl");
   const std::vector<int64_t> zero_ranks = last_rank_peaks(dir + "/zero/metrics.jsonl");
   ASSERT_EQ(plain_ranks.size(), 2u);
