@@ -4,12 +4,14 @@
 // where they lie; only what a product needs in another layout is packed once per head:
 //   forward:  S = Q K^T (Q rows as they are, K^T packed), O += P V (P rounded to bf16 per tile,
 //             V packed as row pairs);
-//   backward: S, dP = dO V^T as forward; dV^T += dO^T P and dK^T += Q^T dS (dO^T, Q^T packed as
-//             row pairs per head, P and dS as row pairs per tile), dQ += dS K (K as row pairs).
+//   backward: S, dP = dO V^T as forward; dV += P^T dO and dK += dS^T Q (P and dS as row pairs per
+//             tile, read by columns; Q and dO packed as row pairs per head), dQ += dS K (dS
+//             rounded by rows, K packed as row pairs).
 // Probabilities and dS are rounded to bf16 before their products (as FlashAttention does on GPUs);
 // the softmax statistics, lse, D_t and every accumulator stay float32. Outputs are rounded once:
 // out = bf16(O / l), and dqkv = bf16(dqkv + gradient) for each element, written once (a task owns
-// its head: this path is taken when the backward has one key group per head).
+// its head: this path is taken when the backward has one key group per head). The roundings use
+// vcvtneps2bf16 (nearest even; it reads float32 denormals as zero).
 #include "kernels/cpu/attention_bf16.h"
 
 #ifdef __AVX512BF16__
@@ -17,8 +19,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
-#include <vector>
 
 #include "core/buffer.h"
 #include "kernels/cpu/attention_tiles.h"
@@ -36,9 +36,9 @@ using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and ro
 
 namespace {
 
-// A bf16 pair: element k in the low half, k+1 in the high half (the layout vdpbf16ps multiplies).
-// may_alias: bf16 rows (uint16_t) are read as pairs in place.
-typedef uint32_t Pair __attribute__((may_alias));
+// A bf16 pair: element k in the low half, k+1 in the high half (the layout vdpbf16ps multiplies);
+// a may_alias word, so bf16 rows (uint16_t) are read as pairs in place.
+using Pair = Word32;
 
 // out[r][w] (+)= sum_k2 a[r*a_rs + k2*a_ks] . x[k2*ldx + w]   (pair dot products; r < R,
 // w < 16*NV). A is read by strides, so A or A^T (by pairs) work alike.
