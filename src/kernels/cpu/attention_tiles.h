@@ -1,6 +1,7 @@
 // What the flash attention kernels share (attention.cpp in float32, attention_bf16.cpp in native
-// bfloat16): block sizes, the dimensions of a call, the per-row softmax of a score tile (forward:
-// online max/sum with dropout; backward: probabilities from lse and dS), all in float32.
+// bfloat16): block sizes, the dimensions of a call, the forward's parallel task loop, the K^T / V^T
+// packing transpose, and the per-row softmax of a score tile (forward: online max/sum with
+// dropout; backward: probabilities from lse and dS), all in float32.
 #pragma once
 
 #include <algorithm>
