@@ -11,6 +11,7 @@
 #   Usage: bash bench/fusion_bench.sh [steps=4] [rounds=2] [workloads="W2 W3"] [dtypes="float32 bfloat16"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/bench_data.sh
 STEPS=${1:-4}
 ROUNDS=${2:-2}
 WORKLOADS=${3:-"W2 W3"}
@@ -19,12 +20,8 @@ ROOT=$PWD
 NANOGPT=${NANOGPT:-$ROOT/build/nanogpt}
 BASE=${BASE:-}
 WORK=build/bench_work; mkdir -p "$WORK"
-[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
-  "$NANOGPT" prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_char" >/dev/null
-[ -f "$WORK/data/shakespeare_gpt2/train.bin" ] ||
-  "$NANOGPT" prepare --tokenizer=gpt2 --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_gpt2" >/dev/null
+prepare_tinyshakespeare "$NANOGPT" "$WORK" char
+prepare_tinyshakespeare "$NANOGPT" "$WORK" gpt2
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 common=(--max_iters="$STEPS" --eval_interval=100000 --eval_iters=1 --log_interval=1
         --always_save_checkpoint=False --gradient_accumulation_steps=1 --profile=True)

@@ -10,13 +10,12 @@
 # and prints it.   Usage: bash bench/journey.sh [iters=5]   (NANOGPT=<binary> to use another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/bench_data.sh
 ITERS=${1:-5}
 ROOT=$PWD
 NANOGPT=${NANOGPT:-$ROOT/build/nanogpt}
 WORK=build/bench_work; mkdir -p "$WORK"
-[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
-  "$NANOGPT" prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_char" >/dev/null
+prepare_tinyshakespeare "$NANOGPT" "$WORK" char
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 common=(--dataset=shakespeare_char --max_iters="$ITERS" --eval_interval=100000 --eval_iters=1
         --log_interval=1 --always_save_checkpoint=False)

@@ -6,16 +6,13 @@
 #   Usage: bash bench/run_dist_bench.sh [iters=6]      (namespace runs need root; skipped otherwise)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/bench_data.sh
 ITERS=${1:-6}
 ROOT=$PWD
 BIN="$ROOT/build/nanogpt"
 WORK=build/bench_work; mkdir -p "$WORK"
-[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
-  "$BIN" prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_char" >/dev/null
-[ -f "$WORK/data/shakespeare_gpt2/train.bin" ] ||
-  "$BIN" prepare --tokenizer=gpt2 --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_gpt2" >/dev/null
+prepare_tinyshakespeare "$BIN" "$WORK" char
+prepare_tinyshakespeare "$BIN" "$WORK" gpt2
 cd "$WORK"
 export OMP_WAIT_POLICY=PASSIVE
 COMMON="--max_iters=$ITERS --eval_interval=100000 --eval_iters=1 --log_interval=1 --always_save_checkpoint=False"

@@ -6,16 +6,13 @@
 #   Usage: bash bench/run_memory_bench.sh [steps=2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/bench_data.sh
 STEPS=${1:-2}
 WORK=build/bench_work; mkdir -p "$WORK"
 ROOT=$PWD
 NANOGPT=${NANOGPT:-$ROOT/build/nanogpt}  # another build to compare: NANOGPT=/path/to/nanogpt
-[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
-  build/nanogpt prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_char" >/dev/null
-[ -f "$WORK/data/shakespeare_gpt2/train.bin" ] ||
-  build/nanogpt prepare --tokenizer=gpt2 --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_gpt2" >/dev/null
+prepare_tinyshakespeare build/nanogpt "$WORK" char
+prepare_tinyshakespeare build/nanogpt "$WORK" gpt2
 export OMP_NUM_THREADS=2
 common=(--max_iters="$STEPS" --eval_interval=100000 --eval_iters=1 --log_interval=1
         --always_save_checkpoint=False --gradient_accumulation_steps=1)

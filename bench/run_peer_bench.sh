@@ -11,18 +11,15 @@
 # Usage: bash bench/run_peer_bench.sh [steps=3] [workloads="W1 W2 W3 W3p"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/bench_data.sh
 STEPS=${1:-3}
 WORKLOADS=${2:-"W1 W2 W3 W3p"}
 bash bench/setup_peers.sh >/dev/null
 WORK=build/bench_work; mkdir -p "$WORK"
 ROOT=$PWD
 NANOGPT=${NANOGPT:-$ROOT/build/nanogpt}
-[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
-  "$NANOGPT" prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_char" >/dev/null
-[ -f "$WORK/data/shakespeare_gpt2/train.bin" ] ||
-  "$NANOGPT" prepare --tokenizer=gpt2 --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_gpt2" >/dev/null
+prepare_tinyshakespeare "$NANOGPT" "$WORK" char
+prepare_tinyshakespeare "$NANOGPT" "$WORK" gpt2
 export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=SkylakeX
 
 steps_of() {  # W1's steps take milliseconds: time 20x as many of them

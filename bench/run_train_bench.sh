@@ -5,12 +5,11 @@
 # records them.   Usage: bash bench/run_train_bench.sh [iters=2000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/bench_data.sh
 ITERS=${1:-2000}
 bash bench/setup_peers.sh >/dev/null
 WORK=build/bench_work; mkdir -p "$WORK"
-[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
-  build/nanogpt prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_char" >/dev/null
+prepare_tinyshakespeare build/nanogpt "$WORK" char
 export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE
 ROOT=$PWD
 (cd "$WORK" && "$ROOT/build/nanogpt" train "$ROOT/config/train_shakespeare_char_cpu.py" \
@@ -19,9 +18,7 @@ ROOT=$PWD
 OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch/train_ref.py \
   --data_dir="$WORK/data/shakespeare_char" --max_iters="$ITERS" --lr_decay_iters="$ITERS"
 # W3: GPT-2 124M shapes, B 4, T 64, a few steps on tinyshakespeare GPT-2 tokens (speed only).
-[ -f "$WORK/data/shakespeare_gpt2/train.bin" ] ||
-  build/nanogpt prepare --tokenizer=gpt2 --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_gpt2" >/dev/null
+prepare_tinyshakespeare build/nanogpt "$WORK" gpt2
 (cd "$WORK" && "$ROOT/build/nanogpt" train "$ROOT/config/train_gpt2.py" --dataset=shakespeare_gpt2 \
    --batch_size=4 --block_size=64 --gradient_accumulation_steps=1 --max_iters=8 \
    --eval_interval=1000 --eval_iters=1 --log_interval=1 --always_save_checkpoint=False \

@@ -6,12 +6,11 @@
 # Usage: bash bench/run_w1_overhead.sh BEFORE_BINARY AFTER_BINARY [rounds=3] [iters=300]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/bench_data.sh
 BEFORE=$(realpath "$1") AFTER=$(realpath "$2")
 ROUNDS=${3:-3} ITERS=${4:-300}
 WORK=build/bench_work; mkdir -p "$WORK"
-[ -f "$WORK/data/shakespeare_char/train.bin" ] ||
-  build/nanogpt prepare --tokenizer=char --input=../shared/data/tinyshakespeare.txt \
-    --out_dir="$WORK/data/shakespeare_char" >/dev/null
+prepare_tinyshakespeare build/nanogpt "$WORK" char
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 ROOT=$PWD
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }

@@ -90,13 +90,23 @@ TEST(Sweep, SmokeGridRowsSkipOnRerunAndFailureRecorded) {
   EXPECT_TRUE(fs::exists(dir + "/sw/report.html"));
 }
 
-TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
-  const std::string dir = scratch_dir("sweep_kill");
+// A scratch folder with the tiny dataset and base config, and sweep.py: `seeds` seeds of the
+// default model without variations, max_iters iterations (cosine to the end), an evaluation every
+// eval_interval, a log line every 10, results in sw/.
+std::string tiny_sweep(const std::string& name, int seeds, int max_iters, int eval_interval) {
+  const std::string dir = scratch_dir(name);
   write_dataset(dir + "/data");
   write_tiny_base(dir);
-  std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = 1\n"
-                                      "max_iters = 4000\nlr_decay_iters = 4000\n"
-                                      "eval_interval = 100\nlog_interval = 10\n";
+  std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = " << seeds
+                                   << "\nmax_iters = " << max_iters
+                                   << "\nlr_decay_iters = " << max_iters
+                                   << "\neval_interval = " << eval_interval
+                                   << "\nlog_interval = 10\n";
+  return dir;
+}
+
+TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
+  const std::string dir = tiny_sweep("sweep_kill", 1, 4000, 100);
   const std::string metrics = dir + "/sw/runs/default.none.s1337/metrics.jsonl";
   const std::string state = dir + "/sw/runs/default.none.s1337/ckpt/state.json";
   RunResult start = run_command(dir, "OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) +
@@ -156,12 +166,7 @@ TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
 // into a pipe, so its content is checked without a terminal and without depending on how fast this
 // machine trains: updates every 20 ms over runs of about a second.
 TEST(Sweep, LiveProgressLineShowsRunIterationLossAndEta) {
-  const std::string dir = scratch_dir("sweep_live");
-  write_dataset(dir + "/data");
-  write_tiny_base(dir);
-  std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = 2\n"
-                                      "max_iters = 300\nlr_decay_iters = 300\n"
-                                      "eval_interval = 150\nlog_interval = 10\n";
+  const std::string dir = tiny_sweep("sweep_live", 2, 300, 150);
   RunResult live = run_nanogpt(dir, "sweep sweep.py --progress=live --progress_interval=0.02");
   ASSERT_EQ(live.exit_code, 0) << live.output;
   const std::string& out = live.output;
@@ -210,12 +215,7 @@ TEST(Sweep, LiveProgressLineShowsRunIterationLossAndEta) {
 // test says so and skips. script's own stdin is /dev/null: a closed stdin (as under some CI runners)
 // makes it print nothing.
 TEST(Sweep, AutoProgressFindsATerminal) {
-  const std::string dir = scratch_dir("sweep_tty");
-  write_dataset(dir + "/data");
-  write_tiny_base(dir);
-  std::ofstream(dir + "/sweep.py") << "base = 'base.py'\nout_dir = 'sw'\nseeds = 1\n"
-                                      "max_iters = 100\nlr_decay_iters = 100\n"
-                                      "eval_interval = 100\nlog_interval = 10\n";
+  const std::string dir = tiny_sweep("sweep_tty", 1, 100, 100);
   const auto under_a_terminal = [&](const std::string& options) {
     return run_command(dir, "OMP_NUM_THREADS=2 script -qefc \"'" + std::string(NANOGPT_BINARY) +
                                 "' sweep sweep.py " + options + "\" /dev/null </dev/null");

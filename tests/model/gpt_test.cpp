@@ -17,9 +17,12 @@
 #include "kernels/context.h"
 #include "kernels/ops.h"
 #include "model/init.h"
+#include "random_tokens.h"
 
 namespace nanogpt {
 namespace {
+
+using testing::random_tokens;
 
 using testing::max_abs;
 using testing::max_abs_diff;
@@ -34,13 +37,6 @@ ModelConfig tiny_config(bool bias = true, double dropout = 0.0) {
   c.bias = bias;
   c.dropout = dropout;
   return c;
-}
-
-std::vector<int> random_tokens(int64_t n, int V, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int> t(static_cast<size_t>(n));
-  for (int& x : t) x = static_cast<int>(rng.uniform_int(static_cast<uint64_t>(V)));
-  return t;
 }
 
 // Non-trivial weights: nanoGPT init with larger std so activations are not near-uniform, and

@@ -13,22 +13,18 @@
 #include "model/gpt.h"
 #include "optim/grad_scaler.h"
 #include "optim/optimizer.h"
+#include "random_tokens.h"
 
 namespace nanogpt {
 namespace {
+
+using testing::random_tokens;
 
 ModelConfig tiny(double dropout = 0.0) {
   ModelConfig c;
   c.n_layer = 2, c.n_head = 2, c.n_embd = 32, c.block_size = 16, c.vocab_size = 67;
   c.dropout = dropout;
   return c;
-}
-
-std::vector<int> tokens(int64_t n, int V, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int> t(static_cast<size_t>(n));
-  for (int& x : t) x = static_cast<int>(rng.uniform_int(static_cast<uint64_t>(V)));
-  return t;
 }
 
 double unit_roundoff(DType t) {
@@ -44,7 +40,7 @@ std::pair<float, std::vector<float>> loss_and_grads(DType dtype, double dropout,
   model.set_kernel_choices(choices);
   model.init_weights(7);
   const int B = 4, T = 16;
-  const auto x = tokens(B * T, 67, 1), y = tokens(B * T, 67, 2);
+  const auto x = random_tokens(B * T, 67, 1), y = random_tokens(B * T, 67, 2);
   const float loss = model.forward(ctx, x.data(), y.data(), B, T, true, 99, grad_scale);
   model.backward(ctx);
   return {loss, std::vector<float>(model.grads().begin(), model.grads().end())};
@@ -117,7 +113,7 @@ TEST(MixedPrecisionGpt, WeightCopyIsRefreshedAfterAStep) {
   GPT model(tiny());
   model.set_dtype(DType::kBF16);
   model.init_weights(3);
-  const auto x = tokens(64, 67, 1), y = tokens(64, 67, 2);
+  const auto x = random_tokens(64, 67, 1), y = random_tokens(64, 67, 2);
   const float before = model.forward(ctx, x.data(), y.data(), 4, 16, false);
   for (float& p : model.params()) p *= 0.5f;  // a "step"
   const float after = model.forward(ctx, x.data(), y.data(), 4, 16, false);
@@ -136,7 +132,7 @@ TEST(MixedPrecisionGpt, WeightCopyIsRefreshedAfterAStep) {
 TEST(MixedPrecisionGpt, Float16UnderflowsWithoutLossScalingAndTrainsWithIt) {
   const float tiny_objective = std::ldexp(1.0f, -20);
   const int B = 4, T = 16, steps = 25;
-  const auto x = tokens(B * T, 67, 1), y = tokens(B * T, 67, 2);
+  const auto x = random_tokens(B * T, 67, 1), y = random_tokens(B * T, 67, 2);
   auto train = [&](DType dtype, bool scaling, bool* all_zero_first) {
     KernelContext ctx;
     GPT model(tiny());

@@ -12,9 +12,12 @@
 #include "kernels/context.h"
 #include "model/gpt.h"
 #include "model/init.h"
+#include "random_tokens.h"
 
 namespace nanogpt {
 namespace {
+
+using testing::random_tokens;
 
 ModelConfig tiny(bool bias) {
   ModelConfig c;
@@ -22,13 +25,6 @@ ModelConfig tiny(bool bias) {
   c.bias = bias;
   c.dropout = 0.1;
   return c;
-}
-
-std::vector<int> tokens(int64_t n, int V, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int> t(static_cast<size_t>(n));
-  for (int& x : t) x = static_cast<int>(rng.uniform_int(static_cast<uint64_t>(V)));
-  return t;
 }
 
 struct Case {
@@ -59,7 +55,7 @@ TEST_P(OutsideMasters, ForwardAndBackwardEqualTheModelWithItsOwnMasters) {
   }
   const int B = 3, T = 16;
   for (int step = 0; step < 2; ++step) {
-    const auto x = tokens(B * T, 67, 1 + step), y = tokens(B * T, 67, 11 + step);
+    const auto x = random_tokens(B * T, 67, 1 + step), y = random_tokens(B * T, 67, 11 + step);
     const float l_own = own.forward(ctx, x.data(), y.data(), B, T, true, 99 + step, 0.5f);
     const float l_out = outside.forward(ctx, x.data(), y.data(), B, T, true, 99 + step, 0.5f);
     EXPECT_EQ(l_own, l_out) << "step " << step;

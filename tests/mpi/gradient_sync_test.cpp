@@ -12,9 +12,12 @@
 #include "dist/gradient_sync.h"
 #include "dist/single_process_communicator.h"
 #include "model/gpt.h"
+#include "../model/random_tokens.h"
 
 namespace nanogpt {
 namespace {
+
+using testing::random_tokens;
 
 // A world of one that records the ranges handed to start_all_reduce_sum.
 class RecordingCommunicator : public Communicator {
@@ -59,19 +62,12 @@ ModelConfig tiny() {
   return c;
 }
 
-std::vector<int> tokens(int64_t n, int V, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int> t(static_cast<size_t>(n));
-  for (int& x : t) x = static_cast<int>(rng.uniform_int(static_cast<uint64_t>(V)));
-  return t;
-}
-
 TEST(GradReadyHook, RangesAreFinalAndCoverTheArenaFromTheEnd) {
   GPT model(tiny());
   model.init_weights(3);
   KernelContext ctx;
   const int B = 2, T = 16;
-  const auto x = tokens(B * T, 67, 1), y = tokens(B * T, 67, 2);
+  const auto x = random_tokens(B * T, 67, 1), y = random_tokens(B * T, 67, 2);
   std::vector<std::pair<int64_t, int64_t>> ranges;
   std::vector<std::vector<float>> at_report;  // each range's values when it was reported
   model.set_grad_ready_hook([&](int64_t begin, int64_t end) {

@@ -34,6 +34,20 @@ int64_t last_peak(const std::string& metrics) {
   return peak;
 }
 
+// The model and batch of both memory tests, as the estimator takes them (the same shape as their
+// command lines).
+TrainConfig memory_test_config() {
+  TrainConfig c;
+  c.model.n_layer = 2;
+  c.model.n_head = 4;
+  c.model.n_embd = 128;
+  c.model.block_size = 32;
+  c.model.vocab_size = 65;  // the char dataset's
+  c.batch_size = 2;
+  c.gradient_accumulation_steps = 2;
+  return c;
+}
+
 // Trains `shape` on 2 ranks twice, into plain/ and (with ZeRO-1) zero/ under dir; both must succeed.
 // The plain run's result goes to *plain_out when given.
 void train_plain_and_zero_one(const std::string& dir, const std::string& shape,
@@ -57,14 +71,7 @@ TEST(DataParallelMemory, RankPeakMatchesTheEstimateAndZeroOneSaves) {
   const int64_t plain_peak = last_peak(dir + "/plain/metrics.jsonl");
   const int64_t zero_peak = last_peak(dir + "/zero/metrics.jsonl");
 
-  TrainConfig c;
-  c.model.n_layer = 2;
-  c.model.n_head = 4;
-  c.model.n_embd = 128;
-  c.model.block_size = 32;
-  c.model.vocab_size = 65;  // the char dataset's
-  c.batch_size = 2;
-  c.gradient_accumulation_steps = 2;
+  TrainConfig c = memory_test_config();
   const int64_t plain_estimate = estimate_training(c, 2).peak_bytes;
   c.zero_stage = 1;
   const int64_t zero_estimate = estimate_training(c, 2).peak_bytes;
@@ -111,14 +118,7 @@ TEST(DataParallelMemory, ZeroOneInBfloat16ShardsTheMasterWeights) {
   ASSERT_EQ(plain_ranks.size(), 2u);
   ASSERT_EQ(zero_ranks.size(), 2u);
 
-  TrainConfig c;
-  c.model.n_layer = 2;
-  c.model.n_head = 4;
-  c.model.n_embd = 128;
-  c.model.block_size = 32;
-  c.model.vocab_size = 65;  // the char dataset's
-  c.batch_size = 2;
-  c.gradient_accumulation_steps = 2;
+  TrainConfig c = memory_test_config();
   c.dtype = "bfloat16";
   const int64_t plain_estimate = estimate_training(c, 2).peak_bytes;
   c.zero_stage = 1;
