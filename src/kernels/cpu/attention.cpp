@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <vector>
 
 #include "core/buffer.h"
 #include "kernels/cpu/attention_tiles.h"
@@ -238,17 +237,17 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
     // dQ with G > 1: sum the head's partials into dqkv, by rows.
     if (G > 1) {
 #pragma omp for schedule(static)
-    for (int64_t row = 0; row < int64_t{B} * T; ++row) {
-      const int64_t b = row / T, t = row % T;
-      for (int h = 0; h < NH; ++h) {
-        float* dst = dqkv + row * ld + h * d.HS;
-        const float* src = dq_parts.get() + ((b * NH + h) * G) * part + t * d.HSP;
-        for (int gi = 0; gi < G; ++gi) {
+      for (int64_t row = 0; row < int64_t{B} * T; ++row) {
+        const int64_t b = row / T, t = row % T;
+        for (int h = 0; h < NH; ++h) {
+          float* dst = dqkv + row * ld + h * d.HS;
+          const float* src = dq_parts.get() + ((b * NH + h) * G) * part + t * d.HSP;
+          for (int gi = 0; gi < G; ++gi) {
 #pragma omp simd
-          for (int x = 0; x < d.HS; ++x) dst[x] += src[gi * part + x];
+            for (int x = 0; x < d.HS; ++x) dst[x] += src[gi * part + x];
+          }
         }
       }
-    }
     }
   }
 }
