@@ -8,7 +8,8 @@
 // each, and say so: crossentropy_forward_backward's dlogits, ops_lowp.h's gelu_matmul_backward's
 // dpre.) Nullable pointers are marked.
 // Dropout masks are counter-based: element i is kept iff hash_uniform(seed, i) >= p (core/rng.h),
-// kept values are scaled by 1/(1-p); p == 0 means no dropout and no hashing.
+// kept values are scaled by 1/(1-p); p == 0 means no dropout and no hashing. dropout_forward may
+// run in place (out == inp).
 #pragma once
 
 #include <cstdint>

@@ -43,9 +43,7 @@ int64_t chunk_rows_for(const ModelConfig& cfg, int64_t N, int64_t chunk_rows_wan
 void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t, bool checkpoint,
                        Carver& c, Activations& a) {
   const int64_t C = cfg.n_embd, Vp = cfg.padded_vocab_size(), NH = cfg.n_head;
-  const bool drop = cfg.dropout > 0.0;
   a.encoded = c.take(N * C, kArenaEmbedding);
-  a.encoded_drop = drop ? c.take(N * C, kArenaDropout) : nullptr;
   a.layers.assign(cfg.n_layer, LayerActivations{});
   // Block checkpointing: every layer's views but residual3 alias layer 0's.
   const int carved_layers = checkpoint ? std::min(cfg.n_layer, 1) : cfg.n_layer;
@@ -69,7 +67,6 @@ void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t,
   a.ln = c.take(N * C, t, kArenaWorking);
   a.fch_gelu = c.take(N * 4 * C, t, kArenaWorking);
   a.branch = c.take(N * C, kArenaWorking);
-  a.branch_drop = drop ? c.take(N * C, kArenaDropout) : nullptr;
   a.lnf = c.take(N * C, t, kArenaClassifier);
   a.lnf_mean = c.take(N, kArenaClassifier);
   a.lnf_rstd = c.take(N, kArenaClassifier);
@@ -89,9 +86,10 @@ void carve_scratch(const ModelConfig& cfg, int64_t N, DType t, Carver& c, GradSc
   g.dc = c.take(N * C, t, kArenaScratch);
   g.ddrop = drop ? c.take(N * C, kArenaScratch) : nullptr;
   g.dbranch = t == DType::kF32 ? TypedPtr() : c.take(N * C, t, kArenaScratch);
-  g.dqkv = c.take(N * 3 * C, t, kArenaScratch);
-  g.dfch = c.take(N * 4 * C, t, kArenaScratch);
+  // d(GELU output) is dead once the GELU backward has read it, before the attention's backward
+  // writes dqkv: one region serves both.
   g.dfch_gelu = c.take(N * 4 * C, t, kArenaScratch);
+  g.dqkv = g.dfch_gelu;
 }
 
 // Bytes of a Buffer<float> of n floats (Buffer rounds up to 64 bytes).

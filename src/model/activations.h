@@ -1,6 +1,7 @@
 // Activations of one forward pass for N = B*T rows (kept for backward), and the scratch gradients
 // of the backward pass: each set is ONE Buffer cut into named views, re-allocated only when N
-// grows. Dropout outputs get their own views only when the model has dropout > 0 (else null).
+// grows. Dropout is applied in place (the mask is a hash of the position, recomputed in the
+// backward), so it needs no views of its own.
 // Mixed precision: the tensors typed TypedPtr are stored in the run's activation dtype (bf16 or
 // fp16 halves them); statistics, the residual stream and the classifier's logits stay float32.
 #pragma once
@@ -46,7 +47,6 @@ inline constexpr const char* kArenaQkv = "activations: qkv";
 inline constexpr const char* kArenaAttention = "activations: attention out + lse";
 inline constexpr const char* kArenaResidual = "activations: residual streams";
 inline constexpr const char* kArenaMlp = "activations: mlp (pre-GELU)";
-inline constexpr const char* kArenaDropout = "activations: dropout outputs";
 inline constexpr const char* kArenaWorking = "activations: per-layer working buffers";
 inline constexpr const char* kArenaClassifier = "classifier (lnf, logits chunk, dlnf, losses)";
 inline constexpr const char* kArenaScratch = "backward scratch (activation grads)";
@@ -71,14 +71,13 @@ class Activations {
                DType dtype = DType::kF32, bool checkpoint_blocks = false);
   int64_t capacity() const { return capacity_; }
 
-  float* encoded = nullptr;              // (N, C)  wte[inp] + wpe[t]
-  float* encoded_drop = nullptr;         // (N, C)  dropout(encoded), null when dropout == 0
+  float* encoded = nullptr;              // (N, C)  dropout(wte[inp] + wpe[t]): the blocks' input
   std::vector<LayerActivations> layers;  // (L)
   // Working buffers shared by all layers (valid only within one layer's forward or backward):
   TypedPtr ln;                   // (N, C)   a LayerNorm output (forward; recomputed in backward)
-  TypedPtr fch_gelu;             // (N, 4C)  GELU(fch) (forward; recomputed in backward)
-  float* branch = nullptr;       // (N, C)   attention or MLP output projection
-  float* branch_drop = nullptr;  // (N, C)   dropout(branch), null when dropout == 0
+  TypedPtr fch_gelu;             // (N, 4C)  GELU(fch) (forward; recomputed in backward, where
+                                 //          it then holds d(fch), the GELU's input gradient)
+  float* branch = nullptr;       // (N, C)   dropout(attention or MLP output projection)
   TypedPtr lnf;                  // (N, C)
   float* lnf_mean = nullptr;     // (N)
   float* lnf_rstd = nullptr;     // (N)
@@ -113,9 +112,9 @@ class GradScratch {
   float* ddrop = nullptr;      // (N, C)  gradient before a dropout; null when dropout == 0
   TypedPtr dbranch;            // (N, C)  gradient of a projection's output in the activation
                                //         dtype; null when that is float32 (no copy needed)
-  TypedPtr dqkv;               // (N, 3C)
-  TypedPtr dfch;               // (N, 4C)
-  TypedPtr dfch_gelu;          // (N, 4C)
+  TypedPtr dfch_gelu;          // (N, 4C) gradient of the GELU output (MLP backward)
+  TypedPtr dqkv;               // (N, 3C) gradient of qkv (attention backward): the memory of
+                               //         dfch_gelu, which is dead by then
 
  private:
   Buffer<float> arena_;

@@ -171,11 +171,8 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
   }
   ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw, lbw.attprojw), bw.attprojb, N, C, C);
+  if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
   const float* attn_out = a.branch;
-  if (drop) {
-    ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
-    attn_out = a.branch_drop;
-  }
   if (fuse_res_ln) {
     ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
                                    bw.ln2w, bw.ln2b, N, C);
@@ -194,11 +191,8 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
   }
   ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw, lbw.fcprojw), bw.fcprojb, N, 4 * C, C);
+  if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
   const float* mlp_out = a.branch;
-  if (drop) {
-    ops.dropout_forward(a.branch_drop, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
-    mlp_out = a.branch_drop;
-  }
   if (!fuse_res_ln) {
     ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
   } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
@@ -244,11 +238,8 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   }
 
   ops.encoder_forward(a.encoded, inputs, w_.wte, w_.wpe, B, T, C);  // (N, C)
+  if (drop) ops.dropout_forward(a.encoded, a.encoded, N * C, p, site_seed(-1, kSiteEmbedding));
   const float* x = a.encoded;
-  if (drop) {
-    ops.dropout_forward(a.encoded_drop, a.encoded, N * C, p, site_seed(-1, kSiteEmbedding));
-    x = a.encoded_drop;
-  }
   const bool fuse_res_ln = choices_.fused;
   for (int l = 0; l < config_.n_layer; ++l) {
     forward_block(ops, l, x, /*ln1_done=*/l > 0 && fuse_res_ln, /*for_backward=*/false);
@@ -331,7 +322,7 @@ void GPT::backward(KernelContext& ctx) {
     const LowpBlockWeights lbw = lw_.h.empty() ? LowpBlockWeights{} : lw_.h[l];
     BlockWeights& bg = g_.h[l];
     LayerActivations& la = a.layers[l];
-    const float* x = l > 0 ? a.layers[l - 1].residual3 : (drop ? a.encoded_drop : a.encoded);
+    const float* x = l > 0 ? a.layers[l - 1].residual3 : a.encoded;
     // Block checkpointing: the views of la are shared by all blocks; fill them again with this
     // block's forward (same code, same input, same dropout masks: the same values).
     if (choices_.checkpoint_blocks) {
@@ -345,21 +336,23 @@ void GPT::backward(KernelContext& ctx) {
       dmlp_out = s.ddrop;
     }
     const ConstTypedPtr dmlp = in_act_dtype(ops, s.dbranch, dmlp_out, N * C);
+    // d(fch) goes to a.fch_gelu: the recomputed GELU output is dead once fcproj's backward read it.
+    const TypedPtr dfch = a.fch_gelu;
     if (choices_.fused && choices_.fused_mlp) {  // GELU recomputed by blocks, derivative in epilogue
-      ops.gelu_matmul_backward(s.dfch, bg.fcprojw, bg.fcprojb, dmlp, la.fch,
+      ops.gelu_matmul_backward(dfch, bg.fcprojw, bg.fcprojb, dmlp, la.fch,
                                lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C, gelu);
     } else {
       ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
       ops.fill_zero(s.dfch_gelu, N * 4 * C);
       ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
                           lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
-      ops.fill_zero(s.dfch, N * 4 * C);
-      ops.gelu_backward(s.dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
+      ops.fill_zero(dfch, N * 4 * C);
+      ops.gelu_backward(dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     }
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
     ops.fill_zero(s.dc, N * C);
-    ops.matmul_backward(s.dc, bg.fcw, bg.fcb, s.dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C, 4 * C);
+    ops.matmul_backward(s.dc, bg.fcw, bg.fcb, dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C, 4 * C);
     ops.layernorm_backward(s.dresidual, bg.ln2w, bg.ln2b, s.dc, la.residual2, bw.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C);
 
