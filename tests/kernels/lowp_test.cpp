@@ -14,6 +14,7 @@
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/cpu/attention_bf16.h"
+#include "kernels/cpu/context_impl.h"
 #include "lowp_tensor.h"
 #include "kernels/ops_lowp.h"
 
@@ -220,6 +221,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(DType::kBF16, DType::kF16), ::testing::Values(1, 37, 128),
                        ::testing::Values(16, 96), ::testing::Values(48, 130),
                        ::testing::Bool()));
+// bf16 products of kPackWeightsMinRows rows or more run on weights reordered into oneDNN's blocked
+// layout (forward and backward-data); the same checks on that path, with ragged sizes.
+INSTANTIATE_TEST_SUITE_P(PackedWeights, LowpMatmulTest,
+                         ::testing::Combine(::testing::Values(DType::kBF16),
+                                            ::testing::Values(int(kPackWeightsMinRows) + 6),
+                                            ::testing::Values(16, 96), ::testing::Values(48, 130),
+                                            ::testing::Bool()));
 
 // ---------------------------------------------------------------- elementwise and attention
 

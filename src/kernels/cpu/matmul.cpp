@@ -1,7 +1,9 @@
 // Fast fully connected layer through oneDNN fp32 matmul: out = inp . W^T + b; backward
 // dinp += dout . W and dweight += dout^T . inp (sum post-op accumulates), dbias by our own
-// column reduction. Weights are described by strides (no transposed copies). N == 1 (one-token
-// decoding) is a matrix-vector product bound by reading W once; it runs on our own GEMV instead.
+// column reduction. Weights are described by strides (no transposed copies), except that 16-bit
+// forward and backward-data products of many rows reorder them into oneDNN's blocked layout
+// first (packs_weights). N == 1 (one-token decoding) is a matrix-vector product bound by reading
+// W once; it runs on our own GEMV instead.
 #include <omp.h>
 
 #include <algorithm>
@@ -27,6 +29,12 @@ Dt dnnl_type(DType t) {
     case DType::kF16: return Dt::f16;
   }
   return Dt::f32;
+}
+
+// kPackWeightsMinRows (context_impl.h): whether this product reorders its weights first.
+bool packs_weights(const MatmulKey& k) {
+  return k.in != DType::kF32 && k.n >= kPackWeightsMinRows &&
+         (k.kind == MatmulKind::kForward || k.kind == MatmulKind::kBackwardData);
 }
 
 // A (rows, cols) matrix of `t` with the given strides.
@@ -59,10 +67,16 @@ CachedMatmul make_matmul(dnnl::engine& engine, const MatmulKey& k) {
       dst = mat(k.oc, k.c, k.c, 1, out);  // dweight (OC,C)
     }
   }
+  const memory::desc plain_wei = wei;
+  if (packs_weights(k)) wei = memory::desc(plain_wei.dims(), in, memory::format_tag::any);
   dnnl::matmul::desc desc =
       k.bias ? dnnl::matmul::desc(src, wei, bias, dst) : dnnl::matmul::desc(src, wei, dst);
   dnnl::matmul::primitive_desc pd(desc, attr, engine);
-  return {pd, dnnl::matmul(pd)};
+  CachedMatmul mm{pd, dnnl::matmul(pd), plain_wei, std::nullopt};
+  if (pd.weights_desc() != plain_wei) {
+    mm.pack.emplace(dnnl::reorder::primitive_desc(engine, plain_wei, engine, pd.weights_desc()));
+  }
+  return mm;
 }
 
 CachedMatmul& get_matmul(KernelContext::Impl& impl, const MatmulKey& key) {
@@ -78,9 +92,15 @@ void run_matmul(KernelContext::Impl& impl, const MatmulKey& key, const void* src
                 const void* bias, void* dst) {
   CachedMatmul& mm = get_matmul(impl, key);
   const auto& pd = mm.pd;
+  memory weights(pd.weights_desc(), impl.engine, const_cast<void*>(wei));
+  if (mm.pack) {  // plain weights -> the primitive's blocked layout
+    memory plain(mm.plain_weights, impl.engine, const_cast<void*>(wei));
+    weights.set_data_handle(impl.packed_weights_scratch(pd.weights_desc().get_size()));
+    mm.pack->execute(impl.stream, plain, weights);
+  }
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, memory(pd.src_desc(), impl.engine, const_cast<void*>(src))},
-      {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), impl.engine, const_cast<void*>(wei))},
+      {DNNL_ARG_WEIGHTS, weights},
       {DNNL_ARG_DST, memory(pd.dst_desc(), impl.engine, dst)}};
   if (bias) {
     args.emplace(DNNL_ARG_BIAS, memory(pd.bias_desc(), impl.engine, const_cast<void*>(bias)));
