@@ -26,14 +26,8 @@ void bf16_to_f32(float* dst, const uint16_t* src, int64_t n) {
 
 // Round to nearest even; a nan keeps its sign and top payload bits and is made quiet.
 void f32_to_bf16(uint16_t* dst, const float* src, int64_t n) {
-  const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t b = s[i];
-    const uint32_t rounded = (b + 0x7FFFu + ((b >> 16) & 1)) >> 16;
-    const uint32_t quiet_nan = (b >> 16) | 0x40;
-    dst[i] = static_cast<uint16_t>((b & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16_bits(src[i]);
 }
 
 void f16_to_f32(float* dst, const uint16_t* src, int64_t n) {

@@ -1,10 +1,11 @@
 // Low-precision LayerNorm and GELU (ops_lowp.h). LayerNorm works row by row with the float32
 // kernels' row code (layernorm_impl.h): the forward (also fused with the float32 residual add)
 // rounds each float row once into its 16-bit output; the backward widens one dout row at a time,
-// so it computes exactly the float32 kernel on the widened dout. GELU widens a block of 2K 16-bit
-// elements into stack buffers (in L1), runs the float32 kernels' element code (gelu_math.h) on it
-// and narrows the result: the same floats as the float32 kernel on widened inputs, one pass over
-// memory.
+// so it computes exactly the float32 kernel on the widened dout. GELU in bf16 widens, computes
+// (the float32 kernels' element code, gelu_math.h) and rounds each element in registers, in one
+// vector loop; other dtypes widen a block of 2K elements into stack buffers (in L1), run the same
+// element code on it and narrow the result. Either way the same floats as the float32 kernel on
+// widened inputs, one pass over memory.
 #include <omp.h>
 
 #include <algorithm>
@@ -68,8 +69,59 @@ void layernorm_backward(KernelContext&, float* dinp, float* dweight, float* dbia
       inp, weight, mean, rstd, N, C);
 }
 
+namespace {
+
+// out (n) = round(gelu(inp)) for bf16 bits, element by element in registers.
+void gelu_forward_bf16(uint16_t* out, const uint16_t* inp, int64_t n, GeluKind kind) {
+  if (kind == GeluKind::kTanh) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = float_to_bf16_bits(gelu_math::gelu_tanh(bf16_bits_to_float(inp[i])));
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = float_to_bf16_bits(gelu_math::gelu_erf(bf16_bits_to_float(inp[i])));
+    }
+  }
+}
+
+// dinp (n) = round(dinp + dout * gelu'(inp)) for bf16 bits, element by element in registers.
+void gelu_backward_bf16(uint16_t* dinp, const uint16_t* inp, const uint16_t* dout, int64_t n,
+                        GeluKind kind) {
+  if (kind == GeluKind::kTanh) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = bf16_bits_to_float(dinp[i]) +
+                      bf16_bits_to_float(dout[i]) * gelu_math::gelu_tanh_grad(bf16_bits_to_float(inp[i]));
+      dinp[i] = float_to_bf16_bits(g);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = bf16_bits_to_float(dinp[i]) +
+                      bf16_bits_to_float(dout[i]) * gelu_math::gelu_erf_grad(bf16_bits_to_float(inp[i]));
+      dinp[i] = float_to_bf16_bits(g);
+    }
+  }
+}
+
+const uint16_t* bf16_bits(ConstTypedPtr p) { return static_cast<const uint16_t*>(p.data); }
+uint16_t* bf16_bits(TypedPtr p) { return static_cast<uint16_t*>(p.data); }
+
+}  // namespace
+
 void gelu_forward(KernelContext&, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
   if (out.f32() && inp.f32()) return gelu_forward(out.f32(), inp.f32(), N, kind);
+  if (out.dtype == DType::kBF16 && inp.dtype == DType::kBF16) {
+    const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
+#pragma omp parallel for schedule(static) if (worth_parallel(2 * N))
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
+      gelu_forward_bf16(bf16_bits(out) + i0, bf16_bits(inp) + i0, m, kind);
+    }
+    return;
+  }
   const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
 #pragma omp parallel for schedule(static) if (worth_parallel(2 * N))
   for (int64_t k = 0; k < blocks; ++k) {
@@ -85,6 +137,15 @@ void gelu_backward(KernelContext&, TypedPtr dinp, ConstTypedPtr inp, ConstTypedP
                    GeluKind kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
+  }
+  if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
+    const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
+#pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
+      gelu_backward_bf16(bf16_bits(dinp) + i0, bf16_bits(inp) + i0, bf16_bits(dout) + i0, m, kind);
+    }
+    return;
   }
   const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
 #pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
