@@ -1,5 +1,6 @@
 // Kernel benchmarks at GPT-2 124M shapes (C 768, 12 heads; B 4 with T 64 and 1024): matmul
-// GFLOP/s (and % of this machine's fp32 FMA peak, measured by core/cpu_info), attention fwd+bwd time,
+// GFLOP/s (and % of this machine's fp32 FMA peak, measured by core/cpu_info), each product of the
+// W2 / W3' linear layers in float32 and bf16 (BM_MatmulLowp), attention fwd+bwd time,
 // W4 attention (B 1, T 1024..8192) in GFLOP/s and % of peak, LayerNorm/GELU/cross-entropy
 // bandwidth, the MLP's GELU half fused vs unfused (BM_MlpGelu), the 124M optimizer step
 // fused vs unfused (BM_OptimizerStep124M). Run: bench_kernels [--benchmark_filter=...].
@@ -7,6 +8,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "core/cpu_info.h"
@@ -87,6 +89,63 @@ BENCHMARK(BM_MatmulBackward)
     ->MATMUL_SHAPES(256)
     ->MATMUL_SHAPES(4096)
     ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One product of a training step's linear layer, float32 or bf16 as the model runs it (ops_lowp.h:
+// the forward writes bf16 (N,OC) activations, or the float32 residual branch when OC == C or the
+// layer is the MLP's projection: args `f32_out`; backward-data accumulates into bf16; backward-
+// weights into float32). bf16 forward and backward-data of >= kPackWeightsMinRows rows include the
+// reorder of the weights into oneDNN's blocked layout (context_impl.h). The bf16 / float32 time
+// ratio per shape is what the step's matmuls can gain (the target is 2x: bf16 peak = 2x fp32 FMA).
+// args: N, C, OC, dtype (0 float32, 1 bf16), part (0 forward, 1 backward-data, 2 backward-weights),
+// f32_out (bf16 forward: 1 writes float32)
+void BM_MatmulLowp(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int C = static_cast<int>(state.range(1)), OC = static_cast<int>(state.range(2));
+  const DType t = state.range(3) ? DType::kBF16 : DType::kF32;
+  const int part = static_cast<int>(state.range(4));
+  const DType fwd_out = state.range(5) ? DType::kF32 : t;
+  const size_t es = dtype_size(t);
+  auto to_t = [&](const std::vector<float>& v) {
+    std::vector<std::byte> b(v.size() * es);
+    cpu::convert(TypedPtr(b.data(), t), v.data(), static_cast<int64_t>(v.size()));
+    return b;
+  };
+  const auto inp = to_t(random_vec(N * C, 1)), w = to_t(random_vec(size_t(OC) * C, 2, 0.02f));
+  const auto dout = to_t(random_vec(N * OC, 3));
+  const auto b = random_vec(OC, 4);
+  std::vector<std::byte> out(N * OC * 4), dinp(N * C * es);
+  std::vector<float> dw(size_t(OC) * C);
+  KernelContext ctx;
+  for (auto _ : state) {
+    if (part == 0) {
+      cpu::matmul_forward(ctx, TypedPtr(out.data(), fwd_out), ConstTypedPtr(inp.data(), t),
+                          ConstTypedPtr(w.data(), t), b.data(), N, C, OC);
+    } else if (part == 1) {
+      cpu::matmul_backward(ctx, TypedPtr(dinp.data(), t), nullptr, nullptr,
+                           ConstTypedPtr(dout.data(), t), ConstTypedPtr(inp.data(), t),
+                           ConstTypedPtr(w.data(), t), N, C, OC);
+    } else {
+      cpu::matmul_backward(ctx, TypedPtr(), dw.data(), nullptr, ConstTypedPtr(dout.data(), t),
+                           ConstTypedPtr(inp.data(), t), ConstTypedPtr(w.data(), t), N, C, OC);
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * N * C * OC);
+}
+// The linear layers of W2 (baby GPT: N 16384, C 384) and W3' (124M: N 4096, C 768): qkv, attention
+// projection, fc, MLP projection; every part in float32 and bf16.
+void matmul_lowp_shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {16384, 4096}) {
+    const int64_t c = n == 16384 ? 384 : 768;
+    for (auto [ci, oci, f32_out] : {std::tuple{c, 3 * c, 0}, {c, c, 1}, {c, 4 * c, 0},
+                                    {4 * c, c, 1}}) {
+      for (int part : {0, 1, 2}) {
+        for (int dt : {0, 1}) b->Args({n, ci, oci, dt, part, f32_out});
+      }
+    }
+  }
+}
+BENCHMARK(BM_MatmulLowp)->Apply(matmul_lowp_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Causal attention FLOPs: forward QK^T and PV over T(T+1)/2 pairs, 2 flops each per HS;
 // backward 5 such products (S, dP recomputed, dV, dK, dQ).
