@@ -1,4 +1,5 @@
-// CPU identification and the FMA peak probe behind MFU.
+// CPU identification, the FMA peak probe behind MFU, and the bf16 and bandwidth probes of the
+// profile table.
 #include "core/cpu_info.h"
 
 #include <immintrin.h>
@@ -78,18 +79,43 @@ double fma_kernel(int64_t iters, float seed) {
 #endif
 }
 
-double run_probe(int threads) {
+#ifdef __AVX512BF16__
+// FLOPs done by one call: 12 independent vdpbf16ps chains, each instruction 32 products and sums.
+double bf16_dot_kernel(int64_t iters, float seed) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(seed + static_cast<float>(i));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.998f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(2e-7f));
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, sum);
+  volatile float sink = out[0];
+  (void)sink;
+  return static_cast<double>(iters) * 12 * 32 * 2;
+}
+#endif
+
+// The best FLOP/s of five runs of `kernel(iters, seed)` on `threads` threads at once (the machine
+// is shared and noisy).
+template <class Kernel>
+double best_of_five(int threads, Kernel kernel) {
   const int64_t iters = 10'000'000;  // ~15 ms per thread at full speed
   double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {  // best of five: the machine is shared and noisy
+  for (int rep = 0; rep < 5; ++rep) {
     double total = 0;
     Timer timer;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
-    { total += fma_kernel(iters, static_cast<float>(omp_get_thread_num())); }
+    { total += kernel(iters, static_cast<float>(omp_get_thread_num())); }
     best = std::max(best, total / timer.seconds());
   }
   return best;
 }
+
+double run_probe(int threads) { return best_of_five(threads, fma_kernel); }
 
 std::filesystem::path default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
@@ -102,6 +128,16 @@ std::filesystem::path default_cache_dir() {
 }
 
 }  // namespace
+
+double measure_bf16_dot_peak(int threads) {
+#ifdef __AVX512BF16__
+  if ((nanogpt_cpu_isa() & kIsaAvx512bf16) == 0) return 0;
+  return best_of_five(threads, bf16_dot_kernel);
+#else
+  (void)threads;
+  return 0;
+#endif
+}
 
 double measure_memory_bandwidth(int threads) {
   const int64_t n = int64_t{8} << 20;  // floats per array: 32 MiB

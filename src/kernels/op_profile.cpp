@@ -27,13 +27,28 @@ const char* op_class_name(OpClass c) {
   return "?";
 }
 
-std::string OpProfile::table(double peak_flops, double peak_bytes_per_s) const {
+namespace {
+
+bool products_in_bf16(OpClass c) {
+  return c == OpClass::kMatmul || c == OpClass::kAttention || c == OpClass::kClassifier;
+}
+
+}  // namespace
+
+std::string OpProfile::table(double peak_flops, double peak_bytes_per_s,
+                             double bf16_peak_flops) const {
   const double steps = steps_ > 0 ? static_cast<double>(steps_) : 1.0;
   const double step_ms = step_seconds_ / steps * 1e3;
+  const std::string bf16_peak =
+      bf16_peak_flops > 0
+          ? fmt::format(", {:.1f} GFLOP/s bf16 dot products (the % of matmul, attention and "
+                        "classifier)",
+                        bf16_peak_flops / 1e9)
+          : "";
   std::string out = fmt::format(
-      "profile over {} steps ({:.1f} ms/step; peaks measured here: {:.1f} GFLOP/s fp32, "
+      "profile over {} steps ({:.1f} ms/step; peaks measured here: {:.1f} GFLOP/s fp32{}, "
       "{:.1f} GB/s memory)\n",
-      steps_, step_ms, peak_flops / 1e9, peak_bytes_per_s / 1e9);
+      steps_, step_ms, peak_flops / 1e9, bf16_peak, peak_bytes_per_s / 1e9);
   out += fmt::format("{:<12} {:>10} {:>7} {:>8} {:>12} {:>9} {}\n", "op class", "ms/step", "share",
                      "calls", "throughput", "% peak", "bound by");
   double timed = 0;
@@ -43,12 +58,15 @@ std::string OpProfile::table(double peak_flops, double peak_bytes_per_s) const {
     timed += s.seconds;
     const double ms = s.seconds / steps * 1e3;
     const double share = step_seconds_ > 0 ? s.seconds / step_seconds_ : 0.0;
+    const double flop_peak =
+        bf16_peak_flops > 0 && products_in_bf16(static_cast<OpClass>(i)) ? bf16_peak_flops
+                                                                         : peak_flops;
     // Compute-bound if its arithmetic intensity is above the machine balance point.
-    const bool compute = s.bytes <= 0 || s.flops / s.bytes > peak_flops / peak_bytes_per_s;
+    const bool compute = s.bytes <= 0 || s.flops / s.bytes > flop_peak / peak_bytes_per_s;
     std::string throughput = "-", percent = "-";
     if (s.seconds > 0 && compute && s.flops > 0) {
       throughput = fmt::format("{:.1f} GFLOP/s", s.flops / s.seconds / 1e9);
-      percent = fmt::format("{:.0f}%", 100.0 * s.flops / s.seconds / peak_flops);
+      percent = fmt::format("{:.0f}%", 100.0 * s.flops / s.seconds / flop_peak);
     } else if (s.seconds > 0 && s.bytes > 0) {
       throughput = fmt::format("{:.1f} GB/s", s.bytes / s.seconds / 1e9);
       percent = fmt::format("{:.0f}%", 100.0 * s.bytes / s.seconds / peak_bytes_per_s);

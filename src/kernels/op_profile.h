@@ -50,8 +50,10 @@ class OpProfile {
 
   // A table, one row per class plus "other" (step time no op accounts for: threads waiting,
   // bookkeeping): ms per step, share of step time, GFLOP/s or GB/s, % of the given peaks.
-  // An op is compute-bound when its FLOPs per byte exceed peak_flops / peak_bytes_per_s.
-  std::string table(double peak_flops, double peak_bytes_per_s) const;
+  // An op is compute-bound when its FLOPs per byte exceed its FLOP peak / peak_bytes_per_s.
+  // bf16_peak_flops > 0 (a bfloat16 run on a CPU with bf16 dot products): the FLOP peak of the
+  // classes whose products run in bf16 (matmul, attention, classifier); peak_flops for the rest.
+  std::string table(double peak_flops, double peak_bytes_per_s, double bf16_peak_flops = 0) const;
 
  private:
   std::array<OpStats, static_cast<int>(OpClass::kCount)> stats_{};

@@ -430,7 +430,8 @@ class TrainingRun {
   void print_profile() {
     if (profile_.steps() == 0) return;
     const double bandwidth = measure_memory_bandwidth(threads_);
-    say(profile_.table(peak_flops_, bandwidth));
+    const double bf16_peak = dtype_ == DType::kBF16 ? measure_bf16_dot_peak(threads_) : 0.0;
+    say(profile_.table(peak_flops_, bandwidth, bf16_peak));
   }
 
   // A non-finite loss or gradient norm ends the run at once: stepping would write NaN into the

@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "core/cpu_info.h"
+#include "core/isa_required.h"
 #include "kernels/backend.h"
 #include "kernels/context.h"
 
@@ -29,6 +31,39 @@ TEST(OpProfile, TableShowsShareThroughputAndPercentOfPeak) {
       << t;
   EXPECT_NE(t.find("other            500.00   25.0%"), std::string::npos) << t;
   EXPECT_EQ(t.find("attention"), std::string::npos) << t;  // classes never called are left out
+}
+
+TEST(OpProfile, Bf16PeakIsTheBarOfTheProductClassesOnly) {
+  OpProfile p;
+  // 4 GFLOP/s of matmul and attention, 2 GB/s of norm, against 10 GFLOP/s fp32 and 20 GFLOP/s of
+  // bf16 dot products: the products read 20%, the norm its bandwidth share as before.
+  p.add(OpClass::kMatmul, 1.0, 4e9, 1e6);
+  p.add(OpClass::kAttention, 0.25, 1e9, 1e6);
+  p.add(OpClass::kNorm, 0.5, 1e6, 1e9);
+  p.add_step(2.0);
+  const std::string t = p.table(1e10, 4e9, /*bf16_peak_flops=*/2e10);
+  EXPECT_NE(t.find("10.0 GFLOP/s fp32, 20.0 GFLOP/s bf16 dot products"), std::string::npos) << t;
+  EXPECT_NE(t.find("matmul          1000.00   50.0%        1  4.0 GFLOP/s       20% compute"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("attention        250.00   12.5%        1  4.0 GFLOP/s       20% compute"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("norm             500.00   25.0%        1     2.0 GB/s       50% memory"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(p.table(1e10, 4e9).find("bf16"), std::string::npos);  // fp32 runs: one FLOP peak
+}
+
+TEST(CpuInfo, Bf16DotPeakIsMeasuredWhereTheBuildAndCpuHaveBf16) {
+  const double peak = measure_bf16_dot_peak(1);
+#ifdef __AVX512BF16__
+  if (nanogpt_cpu_isa() & kIsaAvx512bf16) {
+    EXPECT_GT(peak, 0.0);
+    return;
+  }
+#endif
+  EXPECT_EQ(peak, 0.0);
 }
 
 TEST(OpProfile, BackendChargesOpsToTheirClassOnlyWhenAttached) {
