@@ -16,6 +16,8 @@
 #include "core/rng.h"
 #include "kernels/context.h"
 #include "kernels/cpu/attention_bf16.h"
+#include "kernels/cpu/context_impl.h"
+#include "kernels/cpu/small_gemm.h"
 #include "kernels/ops.h"
 #include "kernels/ops_lowp.h"
 #include "model/params.h"
@@ -146,6 +148,66 @@ void matmul_lowp_shapes(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_MatmulLowp)->Apply(matmul_lowp_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// W1 (nanoGPT's CPU recipe: B 12 x T 64 = 768 rows, C 128): qkv, attproj, fc, fcproj.
+#define MATMUL_W1_SHAPES \
+  Args({768, 128, 384})->Args({768, 128, 128})->Args({768, 128, 512})->Args({768, 512, 128})
+BENCHMARK(BM_MatmulForward)
+    ->Name("W1/MatmulForward")
+    ->MATMUL_W1_SHAPES->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_MatmulBackward)
+    ->Name("W1/MatmulBackward")
+    ->MATMUL_W1_SHAPES->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// The three products of a W1 layer on oneDNN (impl 0) and on small_gemm (impl 1), float32.
+// args: N, C, OC, product (0 forward with bias, 1 dinp += dout W, 2 dW += dout^T inp), impl.
+void BM_W1Gemm(benchmark::State& state) {
+  const int64_t N = state.range(0);
+  const int C = static_cast<int>(state.range(1)), OC = static_cast<int>(state.range(2));
+  const int product = static_cast<int>(state.range(3));
+  const bool small = state.range(4) == 1;
+  KernelContext ctx;
+  auto inp = random_vec(N * C, 1), w = random_vec(size_t(OC) * C, 2, 0.02f), b = random_vec(OC, 3);
+  auto dout = random_vec(N * OC, 4);
+  std::vector<float> out(N * OC), dinp(N * C), dw(size_t(OC) * C);
+  auto& impl = ctx.impl();
+  for (auto _ : state) {
+    if (product == 0) {
+      if (small) {
+        cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
+      } else {
+        cpu::run_matmul(impl, {N, C, OC, true, MatmulKind::kForward}, inp.data(), w.data(),
+                        b.data(), out.data());
+      }
+    } else if (product == 1) {
+      if (small) {
+        cpu::small_gemm_backward(dinp.data(), nullptr, dout.data(), inp.data(), w.data(), N,
+                                 C, OC);
+      } else {
+        cpu::run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout.data(), w.data(),
+                        nullptr, dinp.data());
+      }
+    } else {
+      if (small) {
+        cpu::small_gemm_backward(nullptr, dw.data(), dout.data(), inp.data(), w.data(), N, C,
+                                 OC);
+      } else {
+        cpu::run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout.data(),
+                        inp.data(), nullptr, dw.data());
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * N * C * OC);
+}
+BENCHMARK(BM_W1Gemm)
+    ->Name("W1/Gemm")
+    ->ArgsProduct({{768}, {128}, {384, 128, 512}, {0, 1, 2}, {0, 1}})
+    ->ArgsProduct({{768}, {512}, {128}, {0, 1, 2}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // Causal attention FLOPs: forward QK^T and PV over T(T+1)/2 pairs, 2 flops each per HS;
 // backward 5 such products (S, dP recomputed, dV, dK, dQ).

@@ -1,5 +1,6 @@
-// cpu::matmul (oneDNN; own GEMV for N == 1) vs ref::matmul, forward and accumulating backward, on
-// GPT-ish and odd shapes with and without bias, plus primitive-cache reuse across calls.
+// cpu::matmul (oneDNN; own GEMV for N == 1; small_gemm.h for small shapes) vs ref::matmul, forward
+// and accumulating backward, on GPT-ish and odd shapes with and without bias, plus primitive-cache
+// reuse across calls.
 #include <gtest/gtest.h>
 
 #include <cmath>

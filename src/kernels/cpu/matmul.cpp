@@ -4,6 +4,8 @@
 // forward and backward-data products of many rows reorder them into oneDNN's blocked layout
 // first (packs_weights). N == 1 (one-token decoding) is a matrix-vector product bound by reading
 // W once; it runs on our own GEMV instead.
+// Small float32 products (small_gemm_fits: nanoGPT's CPU recipe) run on our own tile GEMM
+// (small_gemm.h).
 #include <omp.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "core/check.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/small_gemm.h"
 #include "kernels/ops.h"
 
 namespace nanogpt::cpu {
@@ -136,6 +139,10 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
     gemv_forward(out, inp, weight, bias, C, OC);
     return;
   }
+  if (small_gemm_fits(N, C, OC)) {
+    small_gemm_forward(out, inp, weight, bias, N, C, OC);
+    return;
+  }
   run_matmul(ctx.impl(), {N, C, OC, bias != nullptr, MatmulKind::kForward}, inp, weight, bias,
              out);
 }
@@ -146,9 +153,16 @@ void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbi
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
   auto& impl = ctx.impl();
-  if (dinp) run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout, weight, nullptr, dinp);
-  if (dweight) {
-    run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr, dweight);
+  if (small_gemm_fits(N, C, OC)) {
+    small_gemm_backward(dinp, dweight, dout, inp, weight, N, C, OC);
+  } else {
+    if (dinp) {
+      run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout, weight, nullptr, dinp);
+    }
+    if (dweight) {
+      run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr,
+                 dweight);
+    }
   }
   if (dbias) {
     // dbias (OC) += column sums of dout (N,OC): each thread sums a slice of columns, rows in

@@ -1,0 +1,120 @@
+// Small float32 GEMMs of the fully connected layer (see small_gemm.h). Each product is cut into
+// 64-column panels and K chunks of kKc; each (K chunk x panel) of the streamed matrix is first
+// copied into a contiguous 32 KB buffer (its rows are 512 B or 1.5 KB apart in the source, which
+// puts them in a few L1 sets: unpacked, the tiles ran at ~30% of the FMA rate) that stays in L1
+// while the 4-row register tiles of tile_gemm.h walk down all rows; the other operand is read by
+// broadcasts. One parallel region per call, threads owning disjoint output columns (so each packs
+// only its own panels); every output element is the same chain of FMAs over k = 0, 1, ... whatever
+// the split, so results do not depend on the thread count.
+#include "kernels/cpu/small_gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/tile_gemm.h"
+
+namespace nanogpt::cpu {
+
+namespace {
+
+constexpr int kKc = 128;       // K chunk: a 128 x 64 float panel is 32 KB (L1 is 48 KB here)
+constexpr int kPanel = 64;     // columns per panel: one 4 x 64 register tile wide
+constexpr int kRowBlock = 16;  // rows per tile_gemm call (the bias is added while they are in L1)
+// Below this many multiply-adds (~10 us on one thread) a product runs on the calling thread.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 20;
+
+// This thread's share [begin, end) of `count` columns, cut at panel boundaries.
+struct Range {
+  int64_t begin, end;
+};
+Range thread_share(int64_t count) {
+  const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+  const int64_t panels = (count + kPanel - 1) / kPanel;
+  const int64_t per = (panels + nt - 1) / nt;
+  return {std::min(count, tid * per * kPanel), std::min(count, (tid + 1) * per * kPanel)};
+}
+
+// out (R, [w0, w1)) (+)= a (R, K) . X (K, [w0, w1)) (+ bias[w]), this thread's columns: a is read as
+// a[r*a_rs + k*a_ks]; pack(buf, k, kc, w, pw) writes X's rows k..k+kc, columns w..w+pw into buf
+// (kc, pw). The first K chunk overwrites out unless `accumulate`; the bias is added after the last.
+template <class PackX>
+void panel_gemm(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks, int64_t R,
+                int64_t K, Range cols, bool accumulate, const float* bias, PackX&& pack) {
+  alignas(64) float buf[kKc * kPanel];
+  for (int64_t w = cols.begin; w < cols.end; w += kPanel) {
+    const int pw = static_cast<int>(std::min<int64_t>(kPanel, cols.end - w));
+    for (int64_t k = 0; k < K; k += kKc) {
+      const int kc = static_cast<int>(std::min<int64_t>(kKc, K - k));
+      const bool set = !accumulate && k == 0, last = k + kc == K;
+      pack(buf, k, kc, w, pw);
+      for (int64_t r = 0; r < R; r += kRowBlock) {
+        const int rows = static_cast<int>(std::min<int64_t>(kRowBlock, R - r));
+        float* o = out + r * ldo + w;
+        const float* ak = a + r * a_rs + k * a_ks;
+        if (set) {
+          tile_gemm_set(o, ldo, ak, a_rs, a_ks, buf, pw, rows, kc, pw);
+        } else {
+          tile_gemm_acc(o, ldo, ak, a_rs, a_ks, buf, pw, rows, kc, pw);
+        }
+        if (last && bias) {
+          for (int i = 0; i < rows; ++i) {
+#pragma omp simd
+            for (int j = 0; j < pw; ++j) o[i * ldo + j] += bias[w + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+// buf (kc, pw) = rows k.. of a row-major (.., ld) matrix, columns w..w+pw.
+void pack_rows(float* buf, const float* x, int64_t ld, int64_t k, int kc, int64_t w, int pw) {
+  for (int i = 0; i < kc; ++i) std::memcpy(buf + i * pw, x + (k + i) * ld + w, pw * sizeof(float));
+}
+
+}  // namespace
+
+bool small_gemm_fits(int64_t N, int C, int OC) {
+  return N > 1 && C % 16 == 0 && OC % 16 == 0 && N * C * OC <= kSmallGemmMaxMacs;
+}
+
+void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int64_t N, int C, int OC) {
+#pragma omp parallel if (N * C * OC >= kMinParallelMacs)
+  {
+    // X = weight^T (C, OC): buf[i][j] = weight[w + j][k + i].
+    panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, bias,
+               [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+                 using attention_tiles::Word32;
+                 attention_tiles::transpose32(reinterpret_cast<Word32*>(buf), pw,
+                                              reinterpret_cast<const Word32*>(weight + w * C + k),
+                                              C, pw, kc);
+               });
+  }
+}
+
+void small_gemm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                         const float* weight, int64_t N, int C, int OC) {
+  // One region for both products (they are independent): each thread takes its columns of both.
+#pragma omp parallel if (N * C * OC >= kMinParallelMacs)
+  {
+    const Range cols = thread_share(C);
+    if (dinp) {  // dinp (N,C) += dout (N,OC) . weight (OC,C)
+      panel_gemm(dinp, C, dout, OC, 1, N, OC, cols, true, nullptr,
+                 [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+                   pack_rows(buf, weight, C, k, kc, w, pw);
+                 });
+    }
+    if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . inp (N,C)
+      panel_gemm(dweight, C, dout, 1, OC, OC, N, cols, true, nullptr,
+                 [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+                   pack_rows(buf, inp, C, k, kc, w, pw);
+                 });
+    }
+  }
+}
+
+}  // namespace nanogpt::cpu

@@ -1,0 +1,27 @@
+// The float32 fully connected layer on small shapes (nanoGPT's CPU recipe: 768 rows x 128..512),
+// where oneDNN's per-call overhead and its split over two threads cost more than the products:
+// register tiles of tile_gemm.h over cache-sized panels, one OpenMP region per product, each
+// output element summed by one thread in a fixed order (bit-identical for any thread count).
+// Internal to kernels/cpu; matmul.cpp routes the shapes small_gemm_fits accepts here.
+#pragma once
+
+#include <cstdint>
+
+namespace nanogpt::cpu {
+
+// Whether (N, C) x (C, OC) runs here: C and OC multiples of 16 (the tiles' vector width) and at
+// most kSmallGemmMaxMacs multiply-adds (larger products stay with oneDNN, which blocks for L2/L3
+// and is as fast there).
+inline constexpr int64_t kSmallGemmMaxMacs = int64_t{1} << 26;
+bool small_gemm_fits(int64_t N, int C, int OC);
+
+// out (N,OC) = inp (N,C) . weight (OC,C)^T + bias (OC, nullable).
+void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int64_t N, int C, int OC);
+
+// dinp (N,C) += dout (N,OC) . weight (OC,C) and dweight (OC,C) += dout^T . inp (N,C), either
+// pointer nullable, in one parallel region.
+void small_gemm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                         const float* weight, int64_t N, int C, int OC);
+
+}  // namespace nanogpt::cpu

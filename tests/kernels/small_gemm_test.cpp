@@ -1,0 +1,126 @@
+// cpu::small_gemm (the tile GEMM of small fully connected layers) vs ref::matmul: forward with and
+// without bias, the accumulating backward (dinp, dweight, either alone), on shapes with partial
+// panels and K chunks and rows not a multiple of the tiles; bit-identical results on 1, 2 and 3
+// threads; and which shapes matmul.cpp routes here.
+#include "kernels/cpu/small_gemm.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "kernel_test_util.h"
+#include "kernels/ops.h"
+
+namespace nanogpt {
+namespace {
+
+using testing::abs_of;
+using testing::expect_within;
+using testing::kEps;
+using testing::random_normal;
+
+// A float chain of K FMAs in order against the double reference: |err| stays near
+// sqrt(K) eps sum|a_i b_i| for random signs; 4 sqrt(K) eps plus the roundings of the output and
+// of the accumulated value (as matmul_test.cpp).
+std::vector<double> dot_tolerance(const std::vector<float>& mag, const std::vector<float>& ref,
+                                  int64_t K) {
+  std::vector<double> tol(mag.size());
+  for (size_t i = 0; i < mag.size(); ++i) {
+    tol[i] = 4.0 * std::sqrt(static_cast<double>(K)) * kEps * mag[i] +
+             2.0 * kEps * std::fabs(ref[i]) + 1e-30;
+  }
+  return tol;
+}
+
+class SmallGemmTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
+  const auto [N, C, OC] = GetParam();
+  ASSERT_TRUE(cpu::small_gemm_fits(N, C, OC));
+  const auto inp = random_normal(size_t(N) * C, 1);       // (N,C)
+  const auto w = random_normal(size_t(OC) * C, 2, 0.2f);  // (OC,C)
+  const auto b = random_normal(OC, 3);                    // (OC)
+  const auto ainp = abs_of(inp), aw = abs_of(w), ab = abs_of(b);
+  for (const bool with_bias : {false, true}) {
+    const float* bias = with_bias ? b.data() : nullptr;
+    std::vector<float> out(size_t(N) * OC, NAN), want(out.size()), mag(out.size());
+    cpu::small_gemm_forward(out.data(), inp.data(), w.data(), bias, N, C, OC);
+    ref::matmul_forward(want.data(), inp.data(), w.data(), bias, N, C, OC);
+    ref::matmul_forward(mag.data(), ainp.data(), aw.data(), with_bias ? ab.data() : nullptr, N, C,
+                        OC);
+    expect_within(out, want, dot_tolerance(mag, want, C + 1), with_bias ? "out (bias)" : "out");
+  }
+
+  // Backward, accumulating into nonzero grads; then each product alone.
+  const auto dout = random_normal(size_t(N) * OC, 4);  // (N,OC)
+  const auto dinp0 = random_normal(size_t(N) * C, 5);
+  const auto dw0 = random_normal(size_t(OC) * C, 6);
+  auto dinp_r = dinp0, dw_r = dw0;
+  ref::matmul_backward(dinp_r.data(), dw_r.data(), nullptr, dout.data(), inp.data(), w.data(), N,
+                       C, OC);
+  const auto adout = abs_of(dout);
+  auto mdinp = abs_of(dinp0), mdw = abs_of(dw0);
+  ref::matmul_backward(mdinp.data(), mdw.data(), nullptr, adout.data(), ainp.data(), aw.data(), N,
+                       C, OC);
+  const auto tol_dinp = dot_tolerance(mdinp, dinp_r, OC + 1);
+  const auto tol_dw = dot_tolerance(mdw, dw_r, N + 1);
+
+  auto dinp = dinp0, dw = dw0;
+  cpu::small_gemm_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+  expect_within(dinp, dinp_r, tol_dinp, "dinp");
+  expect_within(dw, dw_r, tol_dw, "dweight");
+
+  auto dinp_only = dinp0, dw_only = dw0;
+  cpu::small_gemm_backward(dinp_only.data(), nullptr, dout.data(), inp.data(), w.data(), N, C, OC);
+  cpu::small_gemm_backward(nullptr, dw_only.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+  EXPECT_EQ(dinp_only, dinp) << "dinp alone";
+  EXPECT_EQ(dw_only, dw) << "dweight alone";
+}
+
+// Rows not a multiple of 4 or 16; C and OC with partial 64-column panels; K chunks of 128 with a
+// remainder (C 272 forward, OC 208 in dinp, N 300 in dweight); nanoGPT's CPU recipe's shapes.
+INSTANTIATE_TEST_SUITE_P(Shapes, SmallGemmTest,
+                         ::testing::Values(std::make_tuple(2, 16, 16), std::make_tuple(5, 32, 48),
+                                           std::make_tuple(37, 48, 144),
+                                           std::make_tuple(130, 272, 80),
+                                           std::make_tuple(300, 64, 208),
+                                           std::make_tuple(768, 128, 384),
+                                           std::make_tuple(768, 512, 128)));
+
+// Each output element is one FMA chain whatever the thread split: same bytes on 1, 2, 3 threads.
+TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
+  const int N = 300, C = 208, OC = 144;  // 9M multiply-adds: parallel regions
+  const auto inp = random_normal(size_t(N) * C, 11), w = random_normal(size_t(OC) * C, 12, 0.2f);
+  const auto b = random_normal(OC, 13), dout = random_normal(size_t(N) * OC, 14);
+  const int saved = omp_get_max_threads();
+  std::vector<float> out0, dinp0, dw0;
+  for (const int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f), dw(size_t(OC) * C, -0.25f);
+    cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
+    cpu::small_gemm_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+    if (threads == 1) {
+      out0 = out, dinp0 = dinp, dw0 = dw;
+    } else {
+      EXPECT_EQ(out, out0) << threads << " threads: out";
+      EXPECT_EQ(dinp, dinp0) << threads << " threads: dinp";
+      EXPECT_EQ(dw, dw0) << threads << " threads: dweight";
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST(SmallGemmFits, SmallShapesWithWholeVectorsOnly) {
+  EXPECT_TRUE(cpu::small_gemm_fits(768, 128, 384));   // nanoGPT's CPU recipe
+  EXPECT_TRUE(cpu::small_gemm_fits(768, 512, 128));
+  EXPECT_FALSE(cpu::small_gemm_fits(1, 128, 384));    // one row: the GEMV
+  EXPECT_FALSE(cpu::small_gemm_fits(130, 64, 101));   // OC not a multiple of 16
+  EXPECT_FALSE(cpu::small_gemm_fits(130, 40, 64));    // C not a multiple of 16
+  EXPECT_FALSE(cpu::small_gemm_fits(256, 768, 2304));  // GPT-2 124M: oneDNN
+  EXPECT_FALSE(cpu::small_gemm_fits(16384, 384, 1536));
+}
+
+}  // namespace
+}  // namespace nanogpt
