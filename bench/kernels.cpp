@@ -183,7 +183,7 @@ void BM_W1Gemm(benchmark::State& state) {
       }
     } else if (product == 1) {
       if (small) {
-        cpu::small_gemm_backward(dinp.data(), nullptr, dout.data(), inp.data(), w.data(), N,
+        cpu::small_gemm_backward(dinp.data(), true, nullptr, dout.data(), inp.data(), w.data(), N,
                                  C, OC);
       } else {
         cpu::run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout.data(), w.data(),
@@ -191,7 +191,7 @@ void BM_W1Gemm(benchmark::State& state) {
       }
     } else {
       if (small) {
-        cpu::small_gemm_backward(nullptr, dw.data(), dout.data(), inp.data(), w.data(), N, C,
+        cpu::small_gemm_backward(nullptr, true, dw.data(), dout.data(), inp.data(), w.data(), N, C,
                                  OC);
       } else {
         cpu::run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout.data(),

@@ -173,6 +173,22 @@ class Backend {
             e * (N * OC + (products + 1) * (N * C + double(C) * OC)));
     cpu::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
+  // matmul_backward with dinp (not null) overwritten, dinp = dout . weight: for an input gradient
+  // that would otherwise be zero-filled first (same values). Float32 skips the zero-fill; other
+  // dtypes zero-fill and accumulate.
+  void matmul_backward_overwrite(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr dout,
+                                 ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
+                                 int OC) {
+    if (!(dinp.f32() && dout.f32() && inp.f32() && weight.f32())) {
+      fill_zero(dinp, N * C);
+      matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+      return;
+    }
+    Scope s(profile_, matmul_class_, 4.0 * N * C * OC,
+            4.0 * (N * OC + 2 * (N * C + double(C) * OC)));
+    cpu::matmul_backward_overwrite(ctx_, dinp.f32(), dweight, dbias, dout.f32(), inp.f32(),
+                                   weight.f32(), N, C, OC);
+  }
   // The MLP's fused ops (fused=True; ops_lowp.h): charged to the matmul class with the matmul's
   // FLOPs and the bytes they move (fch and fch_gelu written; forward pre read, dpre written).
   void matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp, ConstTypedPtr weight,

@@ -79,6 +79,11 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
 void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, int64_t N, int C,
                      int OC);
+// matmul_backward with dinp (not null) overwritten, dinp = dout . weight, instead of accumulated:
+// for a dinp the caller would zero-fill first (same values, one pass over dinp less).
+void matmul_backward_overwrite(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* weight, int64_t N,
+                               int C, int OC);
 // res (N, C) = a + b, then out, mean, rstd = layernorm_forward(res): the same values as
 // residual_forward followed by layernorm_forward (bit-identical), in one pass (fused=True).
 void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,

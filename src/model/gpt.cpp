@@ -343,16 +343,15 @@ void GPT::backward(KernelContext& ctx) {
                                lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C, gelu);
     } else {
       ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
-      ops.fill_zero(s.dfch_gelu, N * 4 * C);
-      ops.matmul_backward(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
-                          lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
+      ops.matmul_backward_overwrite(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
+                                    lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
       ops.fill_zero(dfch, N * 4 * C);
       ops.gelu_backward(dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     }
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
-    ops.fill_zero(s.dc, N * C);
-    ops.matmul_backward(s.dc, bg.fcw, bg.fcb, dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C, 4 * C);
+    ops.matmul_backward_overwrite(s.dc, bg.fcw, bg.fcb, dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C,
+                                  4 * C);
     ops.layernorm_backward(s.dresidual, bg.ln2w, bg.ln2b, s.dc, la.residual2, bw.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C);
 
@@ -363,9 +362,9 @@ void GPT::backward(KernelContext& ctx) {
       dattn_out = s.ddrop;
     }
     const ConstTypedPtr dattn = in_act_dtype(ops, s.dbranch, dattn_out, N * C);
-    ops.fill_zero(s.dc, N * C);  // d(atty)
-    ops.matmul_backward(s.dc, bg.attprojw, bg.attprojb, dattn, la.atty,
-                        lowp(bw.attprojw, lbw.attprojw), N, C, C);
+    // s.dc = d(atty), overwritten (no zero-fill first).
+    ops.matmul_backward_overwrite(s.dc, bg.attprojw, bg.attprojb, dattn, la.atty,
+                                  lowp(bw.attprojw, lbw.attprojw), N, C, C);
     ops.fill_zero(s.dqkv, N * 3 * C);
     if (choices_.naive_attention) {
       ops.attention_naive_backward(s.dqkv.f32(), s.dc.f32(), naive_att_.data() + l * att_size,
@@ -375,8 +374,8 @@ void GPT::backward(KernelContext& ctx) {
                              site_seed(l, kSiteAttnProbs));
     }
     ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);  // ln1 again
-    ops.fill_zero(s.dc, N * C);  // d(ln1)
-    ops.matmul_backward(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw, lbw.qkvw), N, C, 3 * C);
+    ops.matmul_backward_overwrite(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw, lbw.qkvw), N,
+                                  C, 3 * C);  // s.dc = d(ln1)
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C);
     if (grad_ready_) grad_ready_(block_begin_[l], block_begin_[l + 1]);

@@ -76,6 +76,17 @@ TEST_P(MatmulTest, ForwardAndBackwardMatchReference) {
     expect_within(db, db0, 0.0, "dbias untouched");
   }
 
+  // Overwriting dinp (whatever it held: NaN here) gives the accumulating result from zero.
+  auto dinp_set = std::vector<float>(dinp0.size(), NAN), dinp_zero = std::vector<float>(dinp0.size());
+  auto dw3 = dw0, db3 = db0, dw4 = dw0, db4 = db0;
+  cpu::matmul_backward_overwrite(ctx, dinp_set.data(), dw3.data(), with_bias ? db3.data() : nullptr,
+                                 dout.data(), inp.data(), w.data(), N, C, OC);
+  cpu::matmul_backward(ctx, dinp_zero.data(), dw4.data(), with_bias ? db4.data() : nullptr,
+                       dout.data(), inp.data(), w.data(), N, C, OC);
+  EXPECT_EQ(dinp_set, dinp_zero) << "dinp overwritten vs accumulated from zero";
+  EXPECT_EQ(dw3, dw4) << "dweight (dinp overwritten)";
+  EXPECT_EQ(db3, db4) << "dbias (dinp overwritten)";
+
   // dinp == nullptr: only the parameter grads.
   auto dw2 = dw0;
   cpu::matmul_backward(ctx, nullptr, dw2.data(), nullptr, dout.data(), inp.data(), w.data(), N, C,

@@ -58,8 +58,8 @@ TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
   const auto dinp0 = random_normal(size_t(N) * C, 5);
   const auto dw0 = random_normal(size_t(OC) * C, 6);
   auto dinp_r = dinp0, dw_r = dw0;
-  ref::matmul_backward(dinp_r.data(), dw_r.data(), nullptr, dout.data(), inp.data(), w.data(), N,
-                       C, OC);
+  ref::matmul_backward(dinp_r.data(), dw_r.data(), nullptr, dout.data(), inp.data(), w.data(), N, C,
+                       OC);
   const auto adout = abs_of(dout);
   auto mdinp = abs_of(dinp0), mdw = abs_of(dw0);
   ref::matmul_backward(mdinp.data(), mdw.data(), nullptr, adout.data(), ainp.data(), aw.data(), N,
@@ -68,13 +68,24 @@ TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
   const auto tol_dw = dot_tolerance(mdw, dw_r, N + 1);
 
   auto dinp = dinp0, dw = dw0;
-  cpu::small_gemm_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+  cpu::small_gemm_backward(dinp.data(), true, dw.data(), dout.data(), inp.data(), w.data(), N, C,
+                           OC);
   expect_within(dinp, dinp_r, tol_dinp, "dinp");
   expect_within(dw, dw_r, tol_dw, "dweight");
 
+  // Overwritten dinp (NaN before) equals the accumulation from zero, bit for bit.
+  std::vector<float> dinp_set(dinp0.size(), NAN), dinp_zero(dinp0.size(), 0.0f);
+  cpu::small_gemm_backward(dinp_set.data(), false, nullptr, dout.data(), inp.data(), w.data(), N, C,
+                           OC);
+  cpu::small_gemm_backward(dinp_zero.data(), true, nullptr, dout.data(), inp.data(), w.data(), N, C,
+                           OC);
+  EXPECT_EQ(dinp_set, dinp_zero) << "dinp overwritten";
+
   auto dinp_only = dinp0, dw_only = dw0;
-  cpu::small_gemm_backward(dinp_only.data(), nullptr, dout.data(), inp.data(), w.data(), N, C, OC);
-  cpu::small_gemm_backward(nullptr, dw_only.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+  cpu::small_gemm_backward(dinp_only.data(), true, nullptr, dout.data(), inp.data(), w.data(), N, C,
+                           OC);
+  cpu::small_gemm_backward(nullptr, true, dw_only.data(), dout.data(), inp.data(), w.data(), N, C,
+                           OC);
   EXPECT_EQ(dinp_only, dinp) << "dinp alone";
   EXPECT_EQ(dw_only, dw) << "dweight alone";
 }
@@ -100,7 +111,8 @@ TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
     omp_set_num_threads(threads);
     std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f), dw(size_t(OC) * C, -0.25f);
     cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
-    cpu::small_gemm_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+    cpu::small_gemm_backward(dinp.data(), true, dw.data(), dout.data(), inp.data(), w.data(), N, C,
+                             OC);
     if (threads == 1) {
       out0 = out, dinp0 = dinp, dw0 = dw;
     } else {
@@ -113,11 +125,11 @@ TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
 }
 
 TEST(SmallGemmFits, SmallShapesWithWholeVectorsOnly) {
-  EXPECT_TRUE(cpu::small_gemm_fits(768, 128, 384));   // nanoGPT's CPU recipe
+  EXPECT_TRUE(cpu::small_gemm_fits(768, 128, 384));  // nanoGPT's CPU recipe
   EXPECT_TRUE(cpu::small_gemm_fits(768, 512, 128));
-  EXPECT_FALSE(cpu::small_gemm_fits(1, 128, 384));    // one row: the GEMV
-  EXPECT_FALSE(cpu::small_gemm_fits(130, 64, 101));   // OC not a multiple of 16
-  EXPECT_FALSE(cpu::small_gemm_fits(130, 40, 64));    // C not a multiple of 16
+  EXPECT_FALSE(cpu::small_gemm_fits(1, 128, 384));     // one row: the GEMV
+  EXPECT_FALSE(cpu::small_gemm_fits(130, 64, 101));    // OC not a multiple of 16
+  EXPECT_FALSE(cpu::small_gemm_fits(130, 40, 64));     // C not a multiple of 16
   EXPECT_FALSE(cpu::small_gemm_fits(256, 768, 2304));  // GPT-2 124M: oneDNN
   EXPECT_FALSE(cpu::small_gemm_fits(16384, 384, 1536));
 }

@@ -147,17 +147,21 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
              out);
 }
 
-void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
-                     const float* dout, const float* inp, const float* weight, int64_t N, int C,
-                     int OC) {
+namespace {
+
+// matmul_backward, dinp accumulated (dinp += dout . W) or overwritten (dinp = dout . W).
+void backward(KernelContext& ctx, float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
+              const float* dout, const float* inp, const float* weight, int64_t N, int C, int OC) {
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
   auto& impl = ctx.impl();
   if (small_gemm_fits(N, C, OC)) {
-    small_gemm_backward(dinp, dweight, dout, inp, weight, N, C, OC);
+    small_gemm_backward(dinp, accumulate_dinp, dweight, dout, inp, weight, N, C, OC);
   } else {
     if (dinp) {
-      run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout, weight, nullptr, dinp);
+      const MatmulKind kind =
+          accumulate_dinp ? MatmulKind::kBackwardData : MatmulKind::kBackwardDataSet;
+      run_matmul(impl, {N, C, OC, false, kind}, dout, weight, nullptr, dinp);
     }
     if (dweight) {
       run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr,
@@ -184,6 +188,21 @@ void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbi
       }
     }
   }
+}
+
+}  // namespace
+
+void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+                     const float* dout, const float* inp, const float* weight, int64_t N, int C,
+                     int OC) {
+  backward(ctx, dinp, true, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void matmul_backward_overwrite(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* weight, int64_t N,
+                               int C, int OC) {
+  CHECK(dinp != nullptr, "matmul_backward_overwrite: dinp must not be null");
+  backward(ctx, dinp, false, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
 }  // namespace nanogpt::cpu

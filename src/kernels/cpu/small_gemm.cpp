@@ -37,8 +37,8 @@ Range thread_share(int64_t count) {
   return {std::min(count, tid * per * kPanel), std::min(count, (tid + 1) * per * kPanel)};
 }
 
-// out (R, [w0, w1)) (+)= a (R, K) . X (K, [w0, w1)) (+ bias[w]), this thread's columns: a is read as
-// a[r*a_rs + k*a_ks]; pack(buf, k, kc, w, pw) writes X's rows k..k+kc, columns w..w+pw into buf
+// out (R, [w0, w1)) (+)= a (R, K) . X (K, [w0, w1)) (+ bias[w]), this thread's columns: a is read
+// as a[r*a_rs + k*a_ks]; pack(buf, k, kc, w, pw) writes X's rows k..k+kc, columns w..w+pw into buf
 // (kc, pw). The first K chunk overwrites out unless `accumulate`; the bias is added after the last.
 template <class PackX>
 void panel_gemm(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks, int64_t R,
@@ -96,14 +96,14 @@ void small_gemm_forward(float* out, const float* inp, const float* weight, const
   }
 }
 
-void small_gemm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                         const float* weight, int64_t N, int C, int OC) {
+void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, const float* dout,
+                         const float* inp, const float* weight, int64_t N, int C, int OC) {
   // One region for both products (they are independent): each thread takes its columns of both.
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
     const Range cols = thread_share(C);
-    if (dinp) {  // dinp (N,C) += dout (N,OC) . weight (OC,C)
-      panel_gemm(dinp, C, dout, OC, 1, N, OC, cols, true, nullptr,
+    if (dinp) {  // dinp (N,C) (+)= dout (N,OC) . weight (OC,C)
+      panel_gemm(dinp, C, dout, OC, 1, N, OC, cols, accumulate_dinp, nullptr,
                  [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
                    pack_rows(buf, weight, C, k, kc, w, pw);
                  });

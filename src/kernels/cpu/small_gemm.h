@@ -19,9 +19,9 @@ bool small_gemm_fits(int64_t N, int C, int OC);
 void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
                         int64_t N, int C, int OC);
 
-// dinp (N,C) += dout (N,OC) . weight (OC,C) and dweight (OC,C) += dout^T . inp (N,C), either
-// pointer nullable, in one parallel region.
-void small_gemm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                         const float* weight, int64_t N, int C, int OC);
+// dinp (N,C) += dout (N,OC) . weight (OC,C) (= when !accumulate_dinp) and dweight (OC,C) +=
+// dout^T . inp (N,C), either pointer nullable, in one parallel region.
+void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, const float* dout,
+                         const float* inp, const float* weight, int64_t N, int C, int OC);
 
 }  // namespace nanogpt::cpu
