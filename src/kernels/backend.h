@@ -228,6 +228,18 @@ class Backend {
     Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 4);
     cpu::gelu_backward(ctx_, dinp, inp, dout, N, kind);
   }
+  // gelu_backward with dinp overwritten (no zero-fill first; same values). Float32 skips the
+  // zero-fill; other dtypes zero-fill and accumulate.
+  void gelu_backward_overwrite(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
+                               GeluKind kind) {
+    if (!(dinp.f32() && inp.f32() && dout.f32())) {
+      fill_zero(dinp, N);
+      gelu_backward(dinp, inp, dout, N, kind);
+      return;
+    }
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 3);
+    cpu::gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
+  }
 
  private:
   // Times one call when a profile is attached.

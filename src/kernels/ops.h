@@ -84,6 +84,10 @@ void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbi
 void matmul_backward_overwrite(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
                                const float* dout, const float* inp, const float* weight, int64_t N,
                                int C, int OC);
+// gelu_backward with dinp overwritten, dinp = dout * gelu'(inp): same values as accumulating into
+// a zero-filled dinp, one pass less.
+void gelu_backward_overwrite(float* dinp, const float* inp, const float* dout, int64_t N,
+                             GeluKind kind);
 // res (N, C) = a + b, then out, mean, rstd = layernorm_forward(res): the same values as
 // residual_forward followed by layernorm_forward (bit-identical), in one pass (fused=True).
 void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,

@@ -345,8 +345,7 @@ void GPT::backward(KernelContext& ctx) {
       ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
       ops.matmul_backward_overwrite(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
                                     lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
-      ops.fill_zero(dfch, N * 4 * C);
-      ops.gelu_backward(dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
+      ops.gelu_backward_overwrite(dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     }
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);

@@ -110,6 +110,12 @@ TEST_P(GeluTest, MatchesReference) {
   }
   expect_within(out, want, tol_f, "gelu out");
   expect_within(dinp, dinp_r, tol_b, "gelu dinp");
+
+  // Overwriting (NaN before) gives the accumulation into zeros, bit for bit.
+  std::vector<float> dinp_set(N, NAN), dinp_zero(N, 0.0f);
+  cpu::gelu_backward_overwrite(dinp_set.data(), x.data(), dout.data(), N, kind);
+  cpu::gelu_backward(dinp_zero.data(), x.data(), dout.data(), N, kind);
+  EXPECT_EQ(dinp_set, dinp_zero) << "gelu dinp overwritten";
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GeluTest, ::testing::Values(GeluKind::kTanh, GeluKind::kExact));

@@ -1,4 +1,5 @@
-// Fast GELU (tanh approximation and exact erf form), forward and accumulating backward, in
+// Fast GELU (tanh approximation and exact erf form), forward and accumulating (or overwriting)
+// backward, in
 // parallel blocks of the element code of gelu_math.h.
 
 #include <algorithm>
@@ -22,13 +23,26 @@ void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind) {
   }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+namespace {
+template <bool kAccumulate>
+void backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
   const int64_t blocks = (N + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
   for (int64_t k = 0; k < blocks; ++k) {
     const int64_t i0 = k * kBlock;
-    gelu_math::backward_serial(dinp + i0, inp + i0, dout + i0, std::min(kBlock, N - i0), kind);
+    gelu_math::backward_serial<kAccumulate>(dinp + i0, inp + i0, dout + i0,
+                                            std::min(kBlock, N - i0), kind);
   }
+}
+}  // namespace
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+  backward<true>(dinp, inp, dout, N, kind);
+}
+
+void gelu_backward_overwrite(float* dinp, const float* inp, const float* dout, int64_t N,
+                             GeluKind kind) {
+  backward<false>(dinp, inp, dout, N, kind);
 }
 
 }  // namespace nanogpt::cpu

@@ -29,7 +29,8 @@ inline float gelu_erf_grad(float x) {
   return 0.5f * (1.0f + fast_erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * fast_exp(-0.5f * x * x);
 }
 
-// out (n) = gelu(inp); dinp (n) += dout * gelu'(inp). Serial: the callers parallelize.
+// out (n) = gelu(inp); dinp (n) += dout * gelu'(inp) (= with kAccumulate false). Serial: the
+// callers parallelize.
 inline void forward_serial(float* out, const float* inp, int64_t n, GeluKind kind) {
   if (kind == GeluKind::kTanh) {
 #pragma omp simd
@@ -39,14 +40,21 @@ inline void forward_serial(float* out, const float* inp, int64_t n, GeluKind kin
     for (int64_t i = 0; i < n; ++i) out[i] = gelu_erf(inp[i]);
   }
 }
+template <bool kAccumulate = true>
 inline void backward_serial(float* dinp, const float* inp, const float* dout, int64_t n,
                             GeluKind kind) {
   if (kind == GeluKind::kTanh) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) dinp[i] += dout[i] * gelu_tanh_grad(inp[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = dout[i] * gelu_tanh_grad(inp[i]);
+      dinp[i] = kAccumulate ? dinp[i] + g : g;
+    }
   } else {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) dinp[i] += dout[i] * gelu_erf_grad(inp[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = dout[i] * gelu_erf_grad(inp[i]);
+      dinp[i] = kAccumulate ? dinp[i] + g : g;
+    }
   }
 }
 
