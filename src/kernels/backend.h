@@ -174,14 +174,16 @@ class Backend {
     cpu::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   // matmul_backward with dinp (not null) overwritten, dinp = dout . weight: for an input gradient
-  // that would otherwise be zero-filled first (same values). Float32 skips the zero-fill; other
-  // dtypes zero-fill and accumulate.
+  // that would otherwise be zero-filled first (same values). Float32 and the native bf16 matmul
+  // skip the zero-fill; other dtypes zero-fill and accumulate (ops_lowp.h).
   void matmul_backward_overwrite(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                                  ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                                  int OC) {
     if (!(dinp.f32() && dout.f32() && inp.f32() && weight.f32())) {
-      fill_zero(dinp, N * C);
-      matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+      const double e = double(dtype_size(dout.dtype));
+      Scope s(profile_, matmul_class_, 4.0 * N * C * OC,
+              e * (N * OC + 2 * (N * C + double(C) * OC)));
+      cpu::matmul_backward_overwrite(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
       return;
     }
     Scope s(profile_, matmul_class_, 4.0 * N * C * OC,
@@ -228,13 +230,13 @@ class Backend {
     Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 4);
     cpu::gelu_backward(ctx_, dinp, inp, dout, N, kind);
   }
-  // gelu_backward with dinp overwritten (no zero-fill first; same values). Float32 skips the
-  // zero-fill; other dtypes zero-fill and accumulate.
+  // gelu_backward with dinp overwritten (no zero-fill first; same values). Float32 and bf16 skip
+  // the zero-fill; other dtypes zero-fill and accumulate (ops_lowp.h).
   void gelu_backward_overwrite(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
                                GeluKind kind) {
     if (!(dinp.f32() && inp.f32() && dout.f32())) {
-      fill_zero(dinp, N);
-      gelu_backward(dinp, inp, dout, N, kind);
+      Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 3);
+      cpu::gelu_backward_overwrite(ctx_, dinp, inp, dout, N, kind);
       return;
     }
     Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 3);

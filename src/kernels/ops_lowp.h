@@ -83,6 +83,11 @@ void residual_layernorm_forward(KernelContext& ctx, float* res, TypedPtr out, fl
 void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind);
 void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                    int64_t N, GeluKind kind);
+// gelu_backward with dinp OVERWRITTEN (dinp = round(dout * gelu'(inp))): the values of
+// gelu_backward into a zeroed dinp, without the zero-fill (bf16 in registers; other dtypes
+// zero-fill and accumulate).
+void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
+                             ConstTypedPtr dout, int64_t N, GeluKind kind);
 void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
                        int T, int C, int NH, float dropout_p, uint64_t seed);
 void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
@@ -93,6 +98,12 @@ void matmul_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTy
 void matmul_backward(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
                      ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                      int OC);
+// matmul_backward with dinp (not null) OVERWRITTEN, dinp = round(dout . weight): the values of
+// matmul_backward into a zeroed dinp, without the zero-fill or oneDNN's sum post-op reading it (on
+// the native bf16 matmul; other combinations zero-fill and accumulate).
+void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+                               ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight,
+                               int64_t N, int C, int OC);
 // The fused MLP ops above, row block by row block: each block's matmul output is still in cache
 // when the GELU (forward) or the GELU derivative (backward) reads it (kernels/cpu/mlp_fused.cpp).
 void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,

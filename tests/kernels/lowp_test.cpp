@@ -209,6 +209,23 @@ TEST_P(LowpMatmulTest, ForwardAndBackwardMatchReference) {
   expect_within(dw, dw_r, matmul_tolerance(Sdw, dw_r, N + 1, DType::kF32), "dweight");
   expect_within(db, db_r, matmul_tolerance(Sdb, db_r, N + 1, DType::kF32), "dbias");
 
+  // dinp overwritten (a buffer of garbage before): the values of the ref into a zeroed dinp.
+  {
+    Lowp dinp_set(random_normal(size_t(N) * C, 8), t), dinp_z(size_t(N) * C, t);
+    auto dw3 = dw0, db3 = db0;
+    cpu::matmul_backward_overwrite(ctx, dinp_set.ptr(), dw3.data(), db3.data(), dout.ptr(),
+                                   inp.ptr(), w.ptr(), N, C, OC);
+    ref::matmul_backward(dinp_z.ptr(), nullptr, nullptr, dout.ptr(), inp.ptr(), w.ptr(), N, C, OC);
+    std::vector<float> Sz(size_t(N) * C, 0.0f), unused_w(size_t(OC) * C), unused_b(OC);
+    ref::matmul_backward(Sz.data(), unused_w.data(), unused_b.data(), ad.data(), ai.data(),
+                         aw.data(), N, C, OC);
+    expect_within(dinp_set.values(), dinp_z.values(),
+                  matmul_tolerance(Sz, dinp_z.values(), OC + 1, t), "dinp (overwritten)");
+    expect_within(dw3, dw_r, matmul_tolerance(Sdw, dw_r, N + 1, DType::kF32),
+                  "dweight (overwrite)");
+    expect_within(db3, db_r, matmul_tolerance(Sdb, db_r, N + 1, DType::kF32), "dbias (overwrite)");
+  }
+
   // dinp null: only the parameter gradients.
   auto dw2 = dw0;
   cpu::matmul_backward(ctx, TypedPtr(), dw2.data(), nullptr, dout.ptr(), inp.ptr(), w.ptr(), N, C,
@@ -324,6 +341,12 @@ TEST_P(LowpOpsTest, GeluForwardAndBackward) {
     ref::gelu_backward(g_r.ptr(), x.ptr(), dout.ptr(), N, kind);
     EXPECT_EQ(g.bits, Lowp(g32, t).bits);
     expect_within(g.values(), g_r.values(), rounded_tolerance(g32, g32_r, t), "gelu dinp");
+
+    // The overwriting backward on a dinp of garbage: bit for bit the accumulation into zeros.
+    Lowp zeroed(size_t(N), t), set = old;
+    cpu::gelu_backward(ctx, zeroed.ptr(), x.ptr(), dout.ptr(), N, kind);
+    cpu::gelu_backward_overwrite(ctx, set.ptr(), x.ptr(), dout.ptr(), N, kind);
+    EXPECT_EQ(set.bits, zeroed.bits) << "gelu_backward_overwrite";
   }
 }
 

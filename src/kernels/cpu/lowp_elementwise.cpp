@@ -86,25 +86,34 @@ void gelu_forward_bf16(uint16_t* out, const uint16_t* inp, int64_t n, GeluKind k
   }
 }
 
-// dinp (n) = round(dinp + dout * gelu'(inp)) for bf16 bits, element by element in registers.
+// dinp (n) = round(dinp + dout * gelu'(inp)) for bf16 bits, element by element in registers;
+// kAccumulate false: dinp = round(dout * gelu'(inp)), dinp not read (its values into a zeroed
+// dinp).
+template <bool kAccumulate>
 void gelu_backward_bf16(uint16_t* dinp, const uint16_t* inp, const uint16_t* dout, int64_t n,
                         GeluKind kind) {
+  auto old = [dinp](int64_t i) { return kAccumulate ? bf16_bits_to_float(dinp[i]) : 0.0f; };
   if (kind == GeluKind::kTanh) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
-      const float g = bf16_bits_to_float(dinp[i]) +
-                      bf16_bits_to_float(dout[i]) * gelu_math::gelu_tanh_grad(bf16_bits_to_float(inp[i]));
-      dinp[i] = float_to_bf16_bits(g);
+      const float d = bf16_bits_to_float(dout[i]);
+      dinp[i] =
+          float_to_bf16_bits(old(i) + d * gelu_math::gelu_tanh_grad(bf16_bits_to_float(inp[i])));
     }
   } else {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
-      const float g = bf16_bits_to_float(dinp[i]) +
-                      bf16_bits_to_float(dout[i]) * gelu_math::gelu_erf_grad(bf16_bits_to_float(inp[i]));
-      dinp[i] = float_to_bf16_bits(g);
+      const float d = bf16_bits_to_float(dout[i]);
+      dinp[i] =
+          float_to_bf16_bits(old(i) + d * gelu_math::gelu_erf_grad(bf16_bits_to_float(inp[i])));
     }
   }
 }
+
+// The bf16 backward over blocks in parallel.
+template <bool kAccumulate>
+void gelu_backward_bf16_blocks(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
+                               GeluKind kind);
 
 const uint16_t* bf16_bits(ConstTypedPtr p) { return static_cast<const uint16_t*>(p.data); }
 uint16_t* bf16_bits(TypedPtr p) { return static_cast<uint16_t*>(p.data); }
@@ -139,13 +148,7 @@ void gelu_backward(KernelContext&, TypedPtr dinp, ConstTypedPtr inp, ConstTypedP
     return gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
   if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
-    const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
-    for (int64_t k = 0; k < blocks; ++k) {
-      const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
-      gelu_backward_bf16(bf16_bits(dinp) + i0, bf16_bits(inp) + i0, bf16_bits(dout) + i0, m, kind);
-    }
-    return;
+    return gelu_backward_bf16_blocks<true>(dinp, inp, dout, N, kind);
   }
   const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
 #pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
@@ -159,5 +162,30 @@ void gelu_backward(KernelContext&, TypedPtr dinp, ConstTypedPtr inp, ConstTypedP
     narrow(dinp.at(i0), g, m);
   }
 }
+
+void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
+                             ConstTypedPtr dout, int64_t N, GeluKind kind) {
+  if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
+    return gelu_backward_bf16_blocks<false>(dinp, inp, dout, N, kind);
+  }
+  fill_zero(dinp, N);
+  gelu_backward(ctx, dinp, inp, dout, N, kind);
+}
+
+namespace {
+
+template <bool kAccumulate>
+void gelu_backward_bf16_blocks(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
+                               GeluKind kind) {
+  const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
+#pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
+    gelu_backward_bf16<kAccumulate>(bf16_bits(dinp) + i0, bf16_bits(inp) + i0, bf16_bits(dout) + i0,
+                                    m, kind);
+  }
+}
+
+}  // namespace
 
 }  // namespace nanogpt::cpu

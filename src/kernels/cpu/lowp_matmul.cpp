@@ -121,6 +121,22 @@ void matmul_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTy
   }
 }
 
+void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+                               ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight,
+                               int64_t N, int C, int OC) {
+  CHECK(dinp, "matmul_backward_overwrite: dinp must not be null");
+  CHECK(N > 0 && C > 0 && OC > 0,
+        "matmul_backward_overwrite: sizes must be positive, got N={} C={} OC={}", N, C, OC);
+  if (dout.dtype == DType::kBF16 && use_native(ctx, inp, weight, dinp.dtype)) {
+    run_matmul(ctx.impl(),
+               {N, C, OC, false, MatmulKind::kBackwardDataSet, DType::kBF16, dinp.dtype}, dout.data,
+               weight.data, nullptr, dinp.data);
+    return matmul_backward(ctx, TypedPtr(), dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  fill_zero(dinp, N * C);
+  matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
 void matmul_backward(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
                      ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                      int OC) {

@@ -37,7 +37,8 @@ Dt dnnl_type(DType t) {
 // kPackWeightsMinRows (context_impl.h): whether this product reorders its weights first.
 bool packs_weights(const MatmulKey& k) {
   return k.in != DType::kF32 && k.n >= kPackWeightsMinRows &&
-         (k.kind == MatmulKind::kForward || k.kind == MatmulKind::kBackwardData);
+         (k.kind == MatmulKind::kForward || k.kind == MatmulKind::kBackwardData ||
+          k.kind == MatmulKind::kBackwardDataSet);
 }
 
 // A (rows, cols) matrix of `t` with the given strides.
