@@ -22,11 +22,11 @@ for dtype in ${DTYPES:-float32 bfloat16 float16}; do
   echo "W2 $dtype:"
   (cd "$WORK" && "$NANOGPT" train "$ROOT/config/train_shakespeare_char.py" \
      --dataset=shakespeare_char "${common[@]}" --dtype=$dtype --out_dir=out-dt-w2 |
-     grep -E '^(done|iter|matmul|attention|norm|elementwise|classifier|optimizer|other|total)')
+     grep -E '^(done|iter|profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total)')
 done
 for dtype in ${DTYPES:-float32 bfloat16 float16}; do
   echo "W3' $dtype:"
   (cd "$WORK" && "$NANOGPT" train "$ROOT/config/train_gpt2.py" --dataset=shakespeare_gpt2 \
      --batch_size=4 --block_size=1024 "${common[@]}" --dtype=$dtype --out_dir=out-dt-w3p |
-     grep -E '^(done|iter|matmul|attention|norm|elementwise|classifier|optimizer|other|total)')
+     grep -E '^(done|iter|profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total)')
 done
