@@ -37,6 +37,18 @@ std::string cpu_simd_features() {
 
 namespace {
 
+#if defined(__AVX512F__)
+// Sums a probe's 12 accumulator chains into a volatile, so that the compiler keeps the loop.
+void keep_chains(const __m512 (&acc)[12]) {
+  __m512 sum = acc[0];
+  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, sum);
+  volatile float sink = out[0];
+  (void)sink;
+}
+#endif
+
 // FLOPs done by one call: 12 independent FMA chains keep both FMA pipes full.
 double fma_kernel(int64_t iters, float seed) {
 #if defined(__AVX512F__)
@@ -46,12 +58,7 @@ double fma_kernel(int64_t iters, float seed) {
   for (int64_t it = 0; it < iters; ++it) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   }
-  __m512 sum = acc[0];
-  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  alignas(64) float out[16];
-  _mm512_store_ps(out, sum);
-  volatile float sink = out[0];
-  (void)sink;
+  keep_chains(acc);
   return static_cast<double>(iters) * 12 * 16 * 2;
 #elif defined(__AVX2__) && defined(__FMA__)
   __m256 acc[12];
@@ -89,12 +96,7 @@ double bf16_dot_kernel(int64_t iters, float seed) {
   for (int64_t it = 0; it < iters; ++it) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
   }
-  __m512 sum = acc[0];
-  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  alignas(64) float out[16];
-  _mm512_store_ps(out, sum);
-  volatile float sink = out[0];
-  (void)sink;
+  keep_chains(acc);
   return static_cast<double>(iters) * 12 * 32 * 2;
 }
 #endif

@@ -36,6 +36,21 @@ inline std::vector<float> abs_of(const std::vector<float>& v) {
   return a;
 }
 
+// Tolerance for a float dot product of length K against an (almost) exact double reference:
+// any summation order has |err| <= K * eps * sum|a_i b_i| (worst case), and blocked/pairwise
+// orders (oneDNN's) or one FMA chain of random signs stay near sqrt(K) * eps * sum|a_i b_i|; we
+// allow 4 sqrt(K) eps, plus one rounding of the reference output and of the accumulated value
+// (2 eps |ref|). mag[i] = sum|a_i b_i| of output i.
+inline std::vector<double> dot_tolerance(const std::vector<float>& mag,
+                                         const std::vector<float>& ref, int64_t K) {
+  std::vector<double> tol(mag.size());
+  for (size_t i = 0; i < mag.size(); ++i) {
+    tol[i] = 4.0 * std::sqrt(static_cast<double>(K)) * kEps * mag[i] +
+             2.0 * kEps * std::fabs(ref[i]) + 1e-30;
+  }
+  return tol;
+}
+
 // Every |got[i] - want[i]| <= tol[i]; reports the first few failures with their index.
 inline void expect_within(const std::vector<float>& got, const std::vector<float>& want,
                           const std::vector<double>& tol, const std::string& what) {

@@ -14,23 +14,10 @@ namespace nanogpt {
 namespace {
 
 using testing::abs_of;
+using testing::dot_tolerance;
 using testing::expect_within;
-using testing::kEps;
 using testing::random_normal;
 
-// Tolerance for a float dot product of length K against an (almost) exact double reference:
-// any summation order has |err| <= K * eps * sum|a_i b_i| (worst case), and blocked/pairwise
-// orders as used by oneDNN stay near sqrt(K) * eps * sum|a_i b_i|; we allow 4 sqrt(K) eps, plus
-// one rounding of the reference output and of the accumulated value (2 eps |ref|).
-std::vector<double> dot_tolerance(const std::vector<float>& mag, const std::vector<float>& ref,
-                                  int64_t K) {
-  std::vector<double> tol(mag.size());
-  for (size_t i = 0; i < mag.size(); ++i) {
-    tol[i] = 4.0 * std::sqrt(static_cast<double>(K)) * kEps * mag[i] +
-             2.0 * kEps * std::fabs(ref[i]) + 1e-30;
-  }
-  return tol;
-}
 
 class MatmulTest : public ::testing::TestWithParam<std::tuple<int, int, int, bool>> {};
 

@@ -17,22 +17,10 @@ namespace nanogpt {
 namespace {
 
 using testing::abs_of;
+using testing::dot_tolerance;
 using testing::expect_within;
-using testing::kEps;
 using testing::random_normal;
 
-// A float chain of K FMAs in order against the double reference: |err| stays near
-// sqrt(K) eps sum|a_i b_i| for random signs; 4 sqrt(K) eps plus the roundings of the output and
-// of the accumulated value (as matmul_test.cpp).
-std::vector<double> dot_tolerance(const std::vector<float>& mag, const std::vector<float>& ref,
-                                  int64_t K) {
-  std::vector<double> tol(mag.size());
-  for (size_t i = 0; i < mag.size(); ++i) {
-    tol[i] = 4.0 * std::sqrt(static_cast<double>(K)) * kEps * mag[i] +
-             2.0 * kEps * std::fabs(ref[i]) + 1e-30;
-  }
-  return tol;
-}
 
 class SmallGemmTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
 
