@@ -179,17 +179,10 @@ class Backend {
   void matmul_backward_overwrite(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                                  ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                                  int OC) {
-    if (!(dinp.f32() && dout.f32() && inp.f32() && weight.f32())) {
-      const double e = double(dtype_size(dout.dtype));
-      Scope s(profile_, matmul_class_, 4.0 * N * C * OC,
-              e * (N * OC + 2 * (N * C + double(C) * OC)));
-      cpu::matmul_backward_overwrite(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-      return;
-    }
+    const double e = double(dtype_size(dout.dtype));
     Scope s(profile_, matmul_class_, 4.0 * N * C * OC,
-            4.0 * (N * OC + 2 * (N * C + double(C) * OC)));
-    cpu::matmul_backward_overwrite(ctx_, dinp.f32(), dweight, dbias, dout.f32(), inp.f32(),
-                                   weight.f32(), N, C, OC);
+            e * (N * OC + 2 * (N * C + double(C) * OC)));
+    cpu::matmul_backward_overwrite(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   // The MLP's fused ops (fused=True; ops_lowp.h): charged to the matmul class with the matmul's
   // FLOPs and the bytes they move (fch and fch_gelu written; forward pre read, dpre written).
@@ -234,13 +227,8 @@ class Backend {
   // the zero-fill; other dtypes zero-fill and accumulate (ops_lowp.h).
   void gelu_backward_overwrite(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
                                GeluKind kind) {
-    if (!(dinp.f32() && inp.f32() && dout.f32())) {
-      Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 3);
-      cpu::gelu_backward_overwrite(ctx_, dinp, inp, dout, N, kind);
-      return;
-    }
-    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 3);
-    cpu::gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
+    Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 3);
+    cpu::gelu_backward_overwrite(ctx_, dinp, inp, dout, N, kind);
   }
 
  private:

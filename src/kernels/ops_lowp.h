@@ -84,8 +84,8 @@ void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N
 void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                    int64_t N, GeluKind kind);
 // gelu_backward with dinp OVERWRITTEN (dinp = round(dout * gelu'(inp))): the values of
-// gelu_backward into a zeroed dinp, without the zero-fill (bf16 in registers; other dtypes
-// zero-fill and accumulate).
+// gelu_backward into a zeroed dinp, without the zero-fill (all float32: ops.h's; bf16 in
+// registers; other dtypes zero-fill and accumulate).
 void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
                              ConstTypedPtr dout, int64_t N, GeluKind kind);
 void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
@@ -100,7 +100,7 @@ void matmul_backward(KernelContext& ctx, TypedPtr dinp, float* dweight, float* d
                      int OC);
 // matmul_backward with dinp (not null) OVERWRITTEN, dinp = round(dout . weight): the values of
 // matmul_backward into a zeroed dinp, without the zero-fill or oneDNN's sum post-op reading it (on
-// the native bf16 matmul; other combinations zero-fill and accumulate).
+// all float32 (ops.h's) and the native bf16 matmul; other combinations zero-fill and accumulate).
 void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
                                ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight,
                                int64_t N, int C, int OC);

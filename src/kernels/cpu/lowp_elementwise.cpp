@@ -165,6 +165,9 @@ void gelu_backward(KernelContext&, TypedPtr dinp, ConstTypedPtr inp, ConstTypedP
 
 void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
                              ConstTypedPtr dout, int64_t N, GeluKind kind) {
+  if (dinp.f32() && inp.f32() && dout.f32()) {
+    return gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
+  }
   if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
     return gelu_backward_bf16_blocks<false>(dinp, inp, dout, N, kind);
   }

@@ -127,6 +127,10 @@ void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight
   CHECK(dinp, "matmul_backward_overwrite: dinp must not be null");
   CHECK(N > 0 && C > 0 && OC > 0,
         "matmul_backward_overwrite: sizes must be positive, got N={} C={} OC={}", N, C, OC);
+  if (dinp.f32() && dout.f32() && inp.f32() && weight.f32()) {
+    return matmul_backward_overwrite(ctx, dinp.f32(), dweight, dbias, dout.f32(), inp.f32(),
+                                     weight.f32(), N, C, OC);
+  }
   if (dout.dtype == DType::kBF16 && use_native(ctx, inp, weight, dinp.dtype)) {
     run_matmul(ctx.impl(),
                {N, C, OC, false, MatmulKind::kBackwardDataSet, DType::kBF16, dinp.dtype}, dout.data,
