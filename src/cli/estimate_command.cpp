@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/cpu_info.h"
 #include "experiments/estimate.h"
+#include "train/metrics.h"
 #include "train/train_config.h"
 
 namespace nanogpt::cli {
@@ -44,12 +45,16 @@ int estimate_command(const Args& args) {
   apply_assignments(config, assignments);
   const TrainConfig resolved = resolve_for_estimate(config);
   const TrainingEstimate estimate = estimate_training(resolved, static_cast<int>(world_size));
-  double peak = 0;
+  MfuPeak peak;
   if (measure_peak) {
     if (resolved.threads > 0) omp_set_num_threads(static_cast<int>(resolved.threads));
-    peak = measure_peak_flops(omp_get_max_threads()).flops_per_s;
+    const int threads = omp_get_max_threads();
+    const bool bf16 = resolved.dtype == "bfloat16";
+    peak = mfu_peak_for(
+        bf16 ? DType::kBF16 : DType::kF32, measure_peak_flops(threads),
+        bf16 ? measure_peak_flops(threads, "", true, PeakProbe::kBf16Dot) : PeakFlops{});
   }
-  std::fputs(format_estimate(estimate, peak).c_str(), stdout);
+  std::fputs(format_estimate(estimate, peak.flops_per_s, peak.arithmetic).c_str(), stdout);
   return 0;
 }
 

@@ -1,5 +1,5 @@
-// CPU identification, the FMA peak probe behind MFU, and the bf16 and bandwidth probes of the
-// profile table.
+// CPU identification, the fp32 FMA and bf16 dot-product peak probes behind MFU and the profile
+// table, and the bandwidth probe.
 #include "core/cpu_info.h"
 
 #include <immintrin.h>
@@ -33,6 +33,14 @@ std::string cpu_model_name() {
 
 std::string cpu_simd_features() {
   return isa_names(nanogpt_cpu_isa() & (kIsaAvx2 | kIsaFma | kIsaAvx512f | kIsaAvx512bf16));
+}
+
+bool have_bf16_dot_products() {
+#ifdef __AVX512BF16__
+  return (nanogpt_cpu_isa() & kIsaAvx512bf16) != 0;
+#else
+  return false;
+#endif
 }
 
 namespace {
@@ -117,7 +125,14 @@ double best_of_five(int threads, Kernel kernel) {
   return best;
 }
 
-double run_probe(int threads) { return best_of_five(threads, fma_kernel); }
+// 0 where the probe's arithmetic is missing from this build or CPU.
+double run_probe(int threads, PeakProbe probe) {
+  if (probe == PeakProbe::kFp32Fma) return best_of_five(threads, fma_kernel);
+#ifdef __AVX512BF16__
+  if (have_bf16_dot_products()) return best_of_five(threads, bf16_dot_kernel);
+#endif
+  return 0;
+}
 
 std::filesystem::path default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
@@ -130,16 +145,6 @@ std::filesystem::path default_cache_dir() {
 }
 
 }  // namespace
-
-double measure_bf16_dot_peak(int threads) {
-#ifdef __AVX512BF16__
-  if ((nanogpt_cpu_isa() & kIsaAvx512bf16) == 0) return 0;
-  return best_of_five(threads, bf16_dot_kernel);
-#else
-  (void)threads;
-  return 0;
-#endif
-}
 
 double measure_memory_bandwidth(int threads) {
   const int64_t n = int64_t{8} << 20;  // floats per array: 32 MiB
@@ -158,12 +163,14 @@ double measure_memory_bandwidth(int threads) {
   return best;
 }
 
-PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use_cache) {
+PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use_cache,
+                             PeakProbe probe) {
   namespace fs = std::filesystem;
   fs::path dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
   fs::path file = dir / "peak_flops.json";
   std::string key =
       cpu_model_name() + " | " + cpu_simd_features() + " | threads " + std::to_string(threads);
+  if (probe == PeakProbe::kBf16Dot) key += " | bf16 dot products";
   // A probe on a busy machine reads low, so the cache keeps the best value ever measured here and
   // every run adds one more short probe to it.
   nlohmann::json cache = nlohmann::json::object();
@@ -179,7 +186,8 @@ PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use
       }
     }
   }
-  double measured = run_probe(threads);
+  double measured = run_probe(threads, probe);
+  if (measured == 0) return PeakFlops{0, threads, false};  // no such arithmetic here
   PeakFlops peak{std::max(measured, cached), threads, cached >= measured};
   if (use_cache && measured > cached) {
     std::error_code ec;

@@ -1,6 +1,6 @@
-// What this CPU can do: its model name, the SIMD it has, and its measured peak fp32 FLOP/s (a short
-// FMA probe on all threads, cached per CPU model and thread count), the denominator of MFU; the
-// peak of bf16 dot products and the memory bandwidth, for the profile table.
+// What this CPU can do: its model name, the SIMD it has, its measured peak FLOP/s of fp32 FMAs and of
+// bf16 dot products (short probes on all threads, the best cached per CPU model and thread count),
+// the denominators of MFU and of the profile table, and its memory bandwidth.
 #pragma once
 
 #include <string>
@@ -18,16 +18,23 @@ std::string cpu_model_name();
 // isa_required.h has the full list).
 std::string cpu_simd_features();
 
+// True when this build and this CPU both have AVX512_BF16 (vdpbf16ps).
+bool have_bf16_dot_products();
+
+// Which arithmetic a peak probe measures.
+enum class PeakProbe {
+  kFp32Fma,  // 16-wide fp32 FMAs, 2 FLOPs each per lane
+  // bfloat16 dot products (vdpbf16ps: 32 bf16 pairs multiplied and added into 16 floats per
+  // instruction, counted as 64 FLOPs), the bar for a bf16 run's matmuls and attention. Reads 0
+  // when this build or CPU has no AVX512_BF16 (bf16 products then run as fp32 FMAs).
+  kBf16Dot,
+};
+
 // Runs the probe (about 0.1 s) and returns the best of it and the value cached in
 // cache_dir/peak_flops.json (updated when beaten): a busy machine measures low.
 // An empty cache_dir means $XDG_CACHE_HOME/nanogpt or ~/.cache/nanogpt.
-PeakFlops measure_peak_flops(int threads, const std::string& cache_dir = "", bool use_cache = true);
-
-// Peak of bfloat16 dot products (vdpbf16ps: 32 bf16 pairs multiplied and added into 16 floats
-// per instruction, counted as 64 FLOPs) on `threads` threads, the bar for a bf16 run's matmuls and
-// attention: the best of a few short probes (about 0.1 s), not cached. 0 when this build or CPU
-// has no AVX512_BF16 (bf16 products then run as fp32 FMAs, whose peak is measure_peak_flops).
-double measure_bf16_dot_peak(int threads);
+PeakFlops measure_peak_flops(int threads, const std::string& cache_dir = "", bool use_cache = true,
+                             PeakProbe probe = PeakProbe::kFp32Fma);
 
 // Sustained memory bandwidth in bytes/s on `threads` threads: the best of a few passes of a
 // STREAM-style triad (a = b + s*c) over three 32 MiB arrays (larger than the caches), counting

@@ -52,7 +52,13 @@ AutotuneResult autotune(const TrainConfig& base, const AutotuneOptions& options)
 
   AutotuneResult result;
   if (base.threads > 0) omp_set_num_threads(static_cast<int>(base.threads));
-  result.peak_flops = measure_peak_flops(omp_get_max_threads()).flops_per_s;
+  const PeakFlops fp32_peak = measure_peak_flops(omp_get_max_threads());
+  const bool any_bf16 = std::find(dtypes.begin(), dtypes.end(), "bfloat16") != dtypes.end();
+  const PeakFlops bf16_peak =
+      any_bf16 ? measure_peak_flops(omp_get_max_threads(), "", true, PeakProbe::kBf16Dot)
+               : PeakFlops{};
+  result.peak_flops = fp32_peak.flops_per_s;
+  result.bf16_peak_flops = bf16_peak.flops_per_s;
   const fs::path scratch =
       fs::temp_directory_path() / fmt::format("nanogpt-autotune-{}", static_cast<long>(::getpid()));
   for (const std::string& dtype : dtypes) {
@@ -99,7 +105,8 @@ AutotuneResult autotune(const TrainConfig& base, const AutotuneOptions& options)
         trial.mfu = model_flops_utilization(
             flops_per_token(estimate.model, estimate.params_for_mfu),
             static_cast<double>(options.tokens_per_step), r.median_step_ms / 1e3,
-            result.peak_flops);
+            mfu_peak_for(c.dtype == "bfloat16" ? DType::kBF16 : DType::kF32, fp32_peak, bf16_peak)
+                .flops_per_s);
       } catch (const Error& e) {
         trial.skipped = fmt::format("failed: {}", e.what());
       }
@@ -120,11 +127,17 @@ AutotuneResult autotune(const TrainConfig& base, const AutotuneOptions& options)
 
 std::string format_autotune(const AutotuneResult& r, const AutotuneOptions& options) {
   std::string out = fmt::format(
-      "{} tokens per optimizer step; memory cap {}; MFU against the measured peak {:.0f} GFLOP/s\n"
+      "{} tokens per optimizer step; memory cap {}; MFU against the measured peak {:.0f} GFLOP/s "
+      "fp32 FMA{}\n"
       "  {:>11} {:>12} {:>9} {:>12} {:>12} {:>11} {:>7} {:>12}\n",
       options.tokens_per_step,
       options.max_memory_bytes > 0 ? format_bytes(options.max_memory_bytes) : "none",
-      r.peak_flops / 1e9, "micro-batch", "accumulation", "dtype", "est. peak", "ms/step",
+      r.peak_flops / 1e9,
+      r.bf16_peak_flops > 0
+          ? fmt::format(" ({:.0f} GFLOP/s bf16 dot products for bfloat16 trials)",
+                        r.bf16_peak_flops / 1e9)
+          : std::string(),
+      "micro-batch", "accumulation", "dtype", "est. peak", "ms/step",
       "tokens/s", "MFU", "peak");
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const AutotuneTrial& t = r.trials[i];

@@ -31,7 +31,8 @@ struct AutotuneTrial {
 struct AutotuneResult {
   std::vector<AutotuneTrial> trials;
   int best = -1;  // index into trials of the fastest trial that ran; -1 if none ran
-  double peak_flops = 0;
+  double peak_flops = 0;       // fp32 FMA, measured at the start
+  double bf16_peak_flops = 0;  // bf16 dot products; 0 unless a bfloat16 trial and the CPU has them
 };
 
 // Throws nanogpt::Error if tokens_per_step is not a multiple of block_size.

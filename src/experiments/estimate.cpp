@@ -153,7 +153,8 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
   return e;
 }
 
-std::string format_estimate(const TrainingEstimate& e, double peak_flops) {
+std::string format_estimate(const TrainingEstimate& e, double peak_flops,
+                            const std::string& peak_name) {
   const ModelConfig& m = e.model;
   std::string out = fmt::format(
       "model: {} layers, {} heads, {} wide, context {}, vocab {} (padded {}), dropout {}\n"
@@ -183,8 +184,8 @@ std::string format_estimate(const TrainingEstimate& e, double peak_flops) {
     const double ms = e.flops_per_iter_exact / e.world_size / peak_flops * 1e3;
     out += fmt::format(
         "\ntime per iteration: at least {:.1f} ms (the exact FLOPs at 100% of the measured peak, "
-        "{:.0f} GFLOP/s fp32); at an MFU of x it takes {:.1f} ms / x\n",
-        ms, peak_flops / 1e9, ms);
+        "{:.0f} GFLOP/s {}); at an MFU of x it takes {:.1f} ms / x\n",
+        ms, peak_flops / 1e9, peak_name, ms);
   }
   return out;
 }

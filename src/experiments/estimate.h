@@ -58,7 +58,9 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size = 1
 double exact_training_flops(const ModelConfig& model, int64_t B, int64_t T);
 
 // The human-readable table printed by `nanogpt estimate`. peak_flops > 0 adds the predicted time
-// per iteration at that machine peak.
-std::string format_estimate(const TrainingEstimate& estimate, double peak_flops);
+// per iteration at that machine peak, whose arithmetic peak_name names ("fp32 FMA", "bf16 dot
+// products": the one the run's MFU is taken against, train/metrics.h mfu_peak_for).
+std::string format_estimate(const TrainingEstimate& estimate, double peak_flops,
+                            const std::string& peak_name = "fp32 FMA");
 
 }  // namespace nanogpt

@@ -107,7 +107,9 @@ std::string report_markdown(const ReportData& d) {
       md += fmt::format("| {} | {} |\n", r.name, e);
     }
   }
-  md += "\n## Runs\n\n| run | status | iterations | wall time (s) | ms/iter | tokens/s | MFU | peak "
+  md += "\n## Runs\n\nMFU: each run's, against the peak of its matmuls' arithmetic measured by the run "
+        "(bf16 dot products for bfloat16 runs on a CPU that has them, fp32 FMAs otherwise).\n\n"
+        "| run | status | iterations | wall time (s) | ms/iter | tokens/s | MFU | peak "
         "tracked | peak RSS | val loss | target reached at |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ReportRun& r : d.runs) {
     const RunSummary& s = r.summary;

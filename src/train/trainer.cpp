@@ -264,8 +264,14 @@ class TrainingRun {
       metrics_ = MetricsLog(metrics_path, from == "resume");
     }
 
-    PeakFlops peak = measure_peak_flops(threads_);
-    peak_flops_ = peak.flops_per_s;
+    const PeakFlops fp32_peak = measure_peak_flops(threads_);
+    const PeakFlops bf16_peak = dtype_ == DType::kBF16
+                                    ? measure_peak_flops(threads_, "", true, PeakProbe::kBf16Dot)
+                                    : PeakFlops{};
+    fp32_peak_flops_ = fp32_peak.flops_per_s;
+    bf16_peak_flops_ = bf16_peak.flops_per_s;
+    const MfuPeak mfu_peak = mfu_peak_for(dtype_, fp32_peak, bf16_peak);
+    mfu_peak_flops_ = mfu_peak.flops_per_s;
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
     tokens_per_iter_ =
         config_.batch_size * config_.model.block_size * config_.gradient_accumulation_steps;
@@ -283,11 +289,15 @@ class TrainingRun {
                     data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
                     config_.data_mode, config_.sampling, tokens_per_iter_, config_.batch_size,
                     m.block_size, config_.gradient_accumulation_steps));
-    say(
-        fmt::format("compute: {} threads on {}; measured peak {:.0f} GFLOP/s fp32{} (MFU is "
-                    "relative to it)",
-                    threads_, cpu_model_name(), peak_flops_ / 1e9,
-                    peak.from_cache ? " (best measured here)" : ""));
+    say(fmt::format(
+        "compute: {} threads on {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU is relative to "
+        "the {} peak {:.0f} GFLOP/s{}",
+        threads_, cpu_model_name(), fp32_peak_flops_ / 1e9,
+        bf16_peak_flops_ > 0 ? fmt::format(", {:.0f} GFLOP/s bf16 dot products",
+                                           bf16_peak_flops_ / 1e9)
+                             : std::string(),
+        mfu_peak.arithmetic, mfu_peak_flops_ / 1e9,
+        mfu_peak.from_cache ? " (best measured here)" : ""));
     if (comm_->size() > 1) {
       say(fmt::format("data-parallel: {}; {} micro-steps per rank per step, gradients averaged in "
                       "buckets of {} MB during the backward; rank 0 logs, evaluates and saves",
@@ -430,8 +440,7 @@ class TrainingRun {
   void print_profile() {
     if (profile_.steps() == 0) return;
     const double bandwidth = measure_memory_bandwidth(threads_);
-    const double bf16_peak = dtype_ == DType::kBF16 ? measure_bf16_dot_peak(threads_) : 0.0;
-    say(profile_.table(peak_flops_, bandwidth, bf16_peak));
+    say(profile_.table(fp32_peak_flops_, bandwidth, bf16_peak_flops_));
   }
 
   // A non-finite loss or gradient norm ends the run at once: stepping would write NaN into the
@@ -538,7 +547,7 @@ class TrainingRun {
       ++result_.steps_run;
 
       double mfu = model_flops_utilization(fpt_, static_cast<double>(tokens_per_iter_), ms / 1e3,
-                                           peak_flops_);
+                                           mfu_peak_flops_);
       running_mfu = running_mfu < 0 ? mfu : 0.9 * running_mfu + 0.1 * mfu;
       double tok_s = static_cast<double>(tokens_per_iter_) / (ms / 1e3);
       if (iter_num_ % config_.log_interval == 0) {
@@ -612,7 +621,9 @@ class TrainingRun {
   std::unique_ptr<DataLoader> train_loader_;
   std::unique_ptr<DataLoader> eval_loaders_[2];
   MetricsLog metrics_;
-  double peak_flops_ = 0, fpt_ = 0;
+  // Measured peaks (bf16: 0 unless a bfloat16 run on a CPU with bf16 dot products) and the one
+  // MFU is taken against (metrics.h, mfu_peak_for).
+  double fp32_peak_flops_ = 0, bf16_peak_flops_ = 0, mfu_peak_flops_ = 0, fpt_ = 0;
   int64_t tokens_per_iter_ = 0;
   int64_t iter_num_ = 0;
   double best_val_loss_ = 1e9;

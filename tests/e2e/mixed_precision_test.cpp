@@ -1,13 +1,15 @@
 // End-to-end mixed precision (--dtype): bfloat16 and float16 training track the float32 loss curve
 // on char tinyshakespeare, resume is bit-exact in both (float16's loss scaler included), float16's
-// scale and skipped steps reach the log line, metrics.jsonl and state.json, a non-finite loss in
-// bfloat16 stops with the last good checkpoint intact, and a bad dtype is a named error.
+// scale and skipped steps reach the log line, metrics.jsonl and state.json, MFU is against the peak
+// of each dtype's matmul arithmetic, a non-finite loss in bfloat16 stops with the last good
+// checkpoint intact, and a bad dtype is a named error.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <map>
 
+#include "core/cpu_info.h"
 #include "e2e_util.h"
 
 namespace nanogpt::e2e {
@@ -53,6 +55,12 @@ TEST_F(MixedPrecisionCli, Bf16AndFp16TrackTheFloat32LossCurveOver200Steps) {
                                         "--eval_interval=1000 --out_dir=" + dtype +
                                         " --dtype=" + dtype);
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    // MFU is against the peak of the arithmetic the run's matmuls use (train/metrics.h).
+    const bool bf16_dot = std::string(dtype) == "bfloat16" && have_bf16_dot_products();
+    EXPECT_NE(r.output.find(bf16_dot ? "MFU is relative to the bf16 dot products peak"
+                                     : "MFU is relative to the fp32 FMA peak"),
+              std::string::npos)
+        << r.output;
     curves[dtype] = train_losses(dir_ + "/" + dtype + "/metrics.jsonl");
     ASSERT_EQ(curves[dtype].size(), 200u) << dtype;
   }

@@ -6,8 +6,6 @@
 
 #include <vector>
 
-#include "core/cpu_info.h"
-#include "core/isa_required.h"
 #include "kernels/backend.h"
 #include "kernels/context.h"
 
@@ -53,17 +51,6 @@ TEST(OpProfile, Bf16PeakIsTheBarOfTheProductClassesOnly) {
             std::string::npos)
       << t;
   EXPECT_EQ(p.table(1e10, 4e9).find("bf16"), std::string::npos);  // fp32 runs: one FLOP peak
-}
-
-TEST(CpuInfo, Bf16DotPeakIsMeasuredWhereTheBuildAndCpuHaveBf16) {
-  const double peak = measure_bf16_dot_peak(1);
-#ifdef __AVX512BF16__
-  if (nanogpt_cpu_isa() & kIsaAvx512bf16) {
-    EXPECT_GT(peak, 0.0);
-    return;
-  }
-#endif
-  EXPECT_EQ(peak, 0.0);
 }
 
 TEST(OpProfile, BackendChargesOpsToTheirClassOnlyWhenAttached) {
