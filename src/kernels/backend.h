@@ -193,6 +193,11 @@ class Backend {
             e * (N * C + double(C) * OC) + 2.0 * dtype_size(fch.dtype) * N * OC);
     cpu::matmul_gelu_forward(ctx_, fch, fch_gelu, inp, weight, bias, N, C, OC, kind);
   }
+  // Whether the fused MLP ops are one parallel region each at this shape (ops_lowp.h), so the
+  // model fuses the MLP even with fused_mlp off.
+  bool mlp_fusion_one_region(DType dtype, int64_t N, int C, int OC) const {
+    return cpu::mlp_fusion_one_region(dtype, N, C, OC);
+  }
   void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstTypedPtr dout,
                             ConstTypedPtr pre, ConstTypedPtr weight, int64_t N, int C, int OC,
                             GeluKind kind) {

@@ -4,8 +4,9 @@
 // Head:   lnf -> logits = lnf . wte^T (tied) -> cross-entropy over the first V columns, in chunks
 //         of rows, fused with its backward in training (the (N, Vp) logits are never held).
 // Kernel choices (kernel_choices.h): fused=True also runs each residual add in one pass with the
-// LayerNorm it feeds (and, with fused_mlp, the GELU in the fc matmul's epilogue and its derivative
-// in the epilogue of the backward matmul that produces d(gelu)); fused=False runs the plain ops and
+// LayerNorm it feeds (and, with fused_mlp or where the backend fuses them in one region, the GELU
+// in the fc matmul's epilogue and its derivative in the epilogue of the backward matmul that
+// produces d(gelu)); fused=False runs the plain ops and
 // the classifier over all rows at once;
 // attention=naive keeps the (B, NH, T, T) probabilities instead of lse.
 // Memory: a block keeps 10 C floats per row for its backward (activations.h); the LayerNorm and
@@ -139,6 +140,14 @@ const float* GPT::logits() const {
   return full_logits_.data();
 }
 
+// fused=True runs the MLP's fused ops with fused_mlp, and without it where the backend runs them as
+// one region each (float32 at nanoGPT's CPU recipe's size: there they save regions and passes).
+bool GPT::fuse_mlp(const Backend& ops, int64_t N) const {
+  const int C = config_.n_embd;
+  return choices_.fused &&
+         (choices_.fused_mlp || ops.mlp_fusion_one_region(dtype_, N, C, 4 * C));
+}
+
 // Block l's forward from its input x (the embedding or block l-1's residual3) into a.layers[l];
 // ln1_done: a.ln and layer l's ln1 statistics already hold ln1(x) (the previous block's fused
 // residual + LayerNorm wrote them). Run by forward for every block and, with block checkpointing,
@@ -180,7 +189,7 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     ops.residual_forward(la.residual2, x, attn_out, N * C);
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
   }
-  if (choices_.fused && choices_.fused_mlp && !for_backward) {  // GELU in the fc matmul's epilogue
+  if (fuse_mlp(ops, N) && !for_backward) {  // GELU in the fc matmul's epilogue
     ops.matmul_gelu_forward(la.fch, a.fch_gelu, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C,
                             gelu);
   } else {
@@ -338,7 +347,7 @@ void GPT::backward(KernelContext& ctx) {
     const ConstTypedPtr dmlp = in_act_dtype(ops, s.dbranch, dmlp_out, N * C);
     // d(fch) goes to a.fch_gelu: the recomputed GELU output is dead once fcproj's backward read it.
     const TypedPtr dfch = a.fch_gelu;
-    if (choices_.fused && choices_.fused_mlp) {  // GELU recomputed by blocks, derivative in epilogue
+    if (fuse_mlp(ops, N)) {  // GELU recomputed by blocks, derivative in epilogue
       ops.gelu_matmul_backward(dfch, bg.fcprojw, bg.fcprojb, dmlp, la.fch,
                                lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C, gelu);
     } else {

@@ -146,6 +146,8 @@ class GPT {
   void check_masters_inside(const char* what) const;
   void refresh_lowp_weights(KernelContext& ctx);
   uint64_t site_seed(int layer, int site) const;
+  // Whether the MLP runs its fused ops (matmul_gelu_forward, gelu_matmul_backward) on N rows.
+  bool fuse_mlp(const Backend& ops, int64_t N) const;
   // Block l's forward from x into acts_.layers[l] (see gpt.cpp).
   void forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool for_backward);
 

@@ -112,17 +112,32 @@ TEST_P(MlpFusedTest, BackwardMatchesGeluMatmulAndGeluBackward) {
   EXPECT_TRUE(dpre2 == dpre);
 }
 
-// Blocks: float32 rows per block are 2^19 / width rounded to 64 (256 at width 2048), so N 600 is
-// 2 blocks + a tail; N 1 and 37 are one short block. fp16 widens in chunks of 4M / width rows.
+// Float32 with C and OC multiples of 16 and at most 2^26 multiply-adds (600 x 16 x 2048; nanoGPT's
+// CPU recipe's 768 x 128 x 512) runs as one small_gemm region (mlp_fusion_one_region); the other
+// shapes run row blocks: float32 rows per block are 2^21 / width rounded to 64 (1024 at width
+// 2048), so N 2100 is 2 blocks + a tail; N 1 and 37 are one short block. fp16 widens in chunks of
+// 4M / width rows.
 INSTANTIATE_TEST_SUITE_P(
     Shapes, MlpFusedTest,
     ::testing::Values(std::make_tuple(DType::kF32, 600, 16, 2048, GeluKind::kTanh),
+                      std::make_tuple(DType::kF32, 768, 128, 512, GeluKind::kTanh),
+                      std::make_tuple(DType::kF32, 2100, 24, 2048, GeluKind::kExact),
                       std::make_tuple(DType::kF32, 37, 24, 96, GeluKind::kExact),
                       std::make_tuple(DType::kF32, 1, 8, 64, GeluKind::kTanh),
                       std::make_tuple(DType::kBF16, 600, 16, 2048, GeluKind::kTanh),
                       std::make_tuple(DType::kBF16, 37, 24, 96, GeluKind::kExact),
                       std::make_tuple(DType::kF16, 2100, 16, 2048, GeluKind::kTanh),
                       std::make_tuple(DType::kF16, 37, 24, 96, GeluKind::kTanh)));
+
+// Which fused MLP ops run as one small_gemm region (and so are taken by fused=True even with
+// fused_mlp off): float32 at small_gemm's shapes only.
+TEST(MlpFusedTest, OneRegionForSmallFloat32Shapes) {
+  EXPECT_TRUE(cpu::mlp_fusion_one_region(DType::kF32, 768, 128, 512));  // nanoGPT's CPU recipe
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kBF16, 768, 128, 512));
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kF32, 16384, 384, 1536));  // W2: row blocks
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kF32, 37, 24, 96));        // C not 16-wide
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kF32, 1, 128, 512));       // one row
+}
 
 // float32 against the scalar references (the composition of ref ops, std::tanh / erf, double
 // sums): the GELU error model of elementwise_test (tanh within 4 eps, erf within 1.5e-7 + 4 eps)

@@ -1,7 +1,8 @@
 // cpu::small_gemm (the tile GEMM of small fully connected layers) vs ref::matmul: forward with and
 // without bias, the accumulating backward (dinp, dweight, either alone), on shapes with partial
-// panels and K chunks and rows not a multiple of the tiles; bit-identical results on 1, 2 and 3
-// threads; and which shapes matmul.cpp routes here.
+// panels and K chunks and rows not a multiple of the tiles; the GELU-fused forms against the
+// unfused ops, bit for bit; bit-identical results on 1, 2 and 3 threads; and which shapes
+// matmul.cpp routes here.
 #include "kernels/cpu/small_gemm.h"
 
 #include <gtest/gtest.h>
@@ -78,6 +79,47 @@ TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
   EXPECT_EQ(dw_only, dw) << "dweight alone";
 }
 
+// The MLP's GELU fused into the products' region gives the unfused ops' floats exactly: forward =
+// small_gemm_forward then gelu_forward; backward = gelu_forward, small_gemm_backward into an
+// overwritten d(gelu), gelu_backward_overwrite (the float32 model's unfused MLP).
+TEST_P(SmallGemmTest, GeluFusedMatchesTheUnfusedOpsBitForBit) {
+  const auto [N, C, OC] = GetParam();
+  const auto inp = random_normal(size_t(N) * C, 21, 1.5f);  // (N,C): x, or pre in the backward
+  const auto w = random_normal(size_t(OC) * C, 22, 0.2f);   // (OC,C)
+  const auto b = random_normal(OC, 23);
+  const auto dout = random_normal(size_t(N) * OC, 24);       // (N,OC)
+  const auto dw0 = random_normal(size_t(OC) * C, 25);
+  for (const GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
+    const char* name = kind == GeluKind::kTanh ? "tanh" : "exact";
+    std::vector<float> out(size_t(N) * OC, NAN), act(out.size(), NAN);
+    cpu::small_gemm_gelu_forward(out.data(), act.data(), inp.data(), w.data(), b.data(), N, C, OC,
+                                 kind);
+    std::vector<float> out_u(out.size()), act_u(out.size());
+    cpu::small_gemm_forward(out_u.data(), inp.data(), w.data(), b.data(), N, C, OC);
+    cpu::gelu_forward(act_u.data(), out_u.data(), int64_t(N) * OC, kind);
+    EXPECT_EQ(out, out_u) << name << ": pre-activation";
+    EXPECT_EQ(act, act_u) << name << ": gelu";
+
+    std::vector<float> dpre(size_t(N) * C, NAN);
+    auto dw = dw0;
+    cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C,
+                                  OC, kind);
+    std::vector<float> gelu(size_t(N) * C), dgelu(gelu.size(), NAN), dpre_u(gelu.size(), NAN);
+    auto dw_u = dw0;
+    cpu::gelu_forward(gelu.data(), inp.data(), int64_t(N) * C, kind);
+    cpu::small_gemm_backward(dgelu.data(), false, dw_u.data(), dout.data(), gelu.data(), w.data(),
+                             N, C, OC);
+    cpu::gelu_backward_overwrite(dpre_u.data(), inp.data(), dgelu.data(), int64_t(N) * C, kind);
+    EXPECT_EQ(dpre, dpre_u) << name << ": dpre";
+    EXPECT_EQ(dw, dw_u) << name << ": dweight";
+
+    std::vector<float> dpre_only(dpre.size(), NAN);  // without dweight
+    cpu::small_gemm_gelu_backward(dpre_only.data(), nullptr, dout.data(), inp.data(), w.data(), N,
+                                  C, OC, kind);
+    EXPECT_EQ(dpre_only, dpre) << name << ": dpre alone";
+  }
+}
+
 // Rows not a multiple of 4 or 16; C and OC with partial 64-column panels; K chunks of 128 with a
 // remainder (C 272 forward, OC 208 in dinp, N 300 in dweight); nanoGPT's CPU recipe's shapes.
 INSTANTIATE_TEST_SUITE_P(Shapes, SmallGemmTest,
@@ -94,19 +136,27 @@ TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
   const auto inp = random_normal(size_t(N) * C, 11), w = random_normal(size_t(OC) * C, 12, 0.2f);
   const auto b = random_normal(OC, 13), dout = random_normal(size_t(N) * OC, 14);
   const int saved = omp_get_max_threads();
-  std::vector<float> out0, dinp0, dw0;
+  std::vector<float> out0, dinp0, dw0, act0, dpre0;
   for (const int threads : {1, 2, 3}) {
     omp_set_num_threads(threads);
     std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f), dw(size_t(OC) * C, -0.25f);
     cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
     cpu::small_gemm_backward(dinp.data(), true, dw.data(), dout.data(), inp.data(), w.data(), N, C,
                              OC);
+    // The GELU-fused forms: (N, C) x (C, OC) then the backward of gelu (N, C) x (C, OC).
+    std::vector<float> act(out.size()), dpre(size_t(N) * C);
+    cpu::small_gemm_gelu_forward(out.data(), act.data(), inp.data(), w.data(), b.data(), N, C, OC,
+                                 GeluKind::kTanh);
+    cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C,
+                                  OC, GeluKind::kTanh);
     if (threads == 1) {
-      out0 = out, dinp0 = dinp, dw0 = dw;
+      out0 = out, dinp0 = dinp, dw0 = dw, act0 = act, dpre0 = dpre;
     } else {
       EXPECT_EQ(out, out0) << threads << " threads: out";
       EXPECT_EQ(dinp, dinp0) << threads << " threads: dinp";
       EXPECT_EQ(dw, dw0) << threads << " threads: dweight";
+      EXPECT_EQ(act, act0) << threads << " threads: gelu";
+      EXPECT_EQ(dpre, dpre0) << threads << " threads: dpre";
     }
   }
   omp_set_num_threads(saved);

@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "fixture.h"
 #include "kernels/context.h"
+#include "kernels/ops_lowp.h"
 #include "model/gpt.h"
 
 namespace nanogpt {
@@ -119,6 +120,21 @@ TEST(KernelChoices, ActivationCheckpointingKeepsOneBlock) {
 
 TEST(KernelChoices, FusedMlpEpilogueMatchesFused) {
   expect_same(run({.naive_attention = false, .fused = true, .fused_mlp = true}), run({}));
+}
+
+// At this size (float32, C and 4C multiples of 16) fused=True runs the MLP as one small_gemm region
+// per op even with fused_mlp off; it computes the unfused path's floats, so fused=True and
+// fused=False give the same loss and gradients bit for bit (the classifier is one chunk here and
+// the fused residual + LayerNorm is bit-identical to the separate ops).
+TEST(KernelChoices, SmallModelsFuseTheMlpWithTheSameFloats) {
+  ASSERT_TRUE(cpu::mlp_fusion_one_region(DType::kF32, 3 * 37, 32, 4 * 32));
+  const Result unfused = run({.naive_attention = false, .fused = false});
+  const Result fused = run({});
+  EXPECT_EQ(fused.loss, unfused.loss);
+  ASSERT_EQ(fused.grads.size(), unfused.grads.size());
+  EXPECT_EQ(max_abs_diff(fused.grads.data(), unfused.grads.data(),
+                         static_cast<int64_t>(unfused.grads.size())),
+            0.0f);
 }
 
 TEST(KernelChoices, NaiveAttentionHoldsTheProbabilities) {

@@ -157,7 +157,7 @@ void backward(KernelContext& ctx, float* dinp, bool accumulate_dinp, float* dwei
         C, OC);
   auto& impl = ctx.impl();
   if (small_gemm_fits(N, C, OC)) {
-    small_gemm_backward(dinp, accumulate_dinp, dweight, dout, inp, weight, N, C, OC);
+    if (dinp || dweight) small_gemm_backward(dinp, accumulate_dinp, dweight, dout, inp, weight, N, C, OC);
   } else {
     if (dinp) {
       const MatmulKind kind =

@@ -10,13 +10,18 @@
 // the same float32 sums). Native matmuls (float32; bf16 on AVX512_BF16) use blocks of about 2 MB
 // of float32; the widening path (fp16 here) uses the widening matmul's own chunk of rows, so the
 // weight is widened no more often than unfused.
+// Small float32 products (small_gemm_fits: nanoGPT's CPU recipe) skip the row blocks: each op is
+// one parallel region of small_gemm (small_gemm_gelu_forward / _backward), with the values of the
+// unfused float32 ops bit for bit (dweight too: small_gemm sums every element in row order).
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "core/check.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/small_gemm.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt::cpu {
@@ -27,6 +32,10 @@ namespace {
 constexpr int64_t kBlockFloats = int64_t{1} << 21;
 // Elements per task of the GELU derivative epilogue (x, d(gelu), dpre of one task stay in L2).
 constexpr int64_t kEpilogueBlock = int64_t{1} << 14;
+
+bool all_f32(std::initializer_list<DType> dtypes) {
+  return std::all_of(dtypes.begin(), dtypes.end(), [](DType t) { return t == DType::kF32; });
+}
 
 // Whether a matmul of a (activations) by w writing `out` runs without widening.
 bool native(KernelContext& ctx, ConstTypedPtr a, ConstTypedPtr w, DType out) {
@@ -94,11 +103,21 @@ void gelu_backward_set(TypedPtr dpre, ConstTypedPtr pre, ConstTypedPtr dact, int
 
 }  // namespace
 
+bool mlp_fusion_one_region(DType dtype, int64_t N, int C, int OC) {
+  return dtype == DType::kF32 && small_gemm_fits(N, C, OC);
+}
+
 void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
                          ConstTypedPtr weight, const float* bias, int64_t N, int C, int OC,
                          GeluKind kind) {
   CHECK(N > 0 && C > 0 && OC > 0,
         "matmul_gelu_forward: sizes must be positive, got N={} C={} OC={}", N, C, OC);
+  if (all_f32({fch.dtype, fch_gelu.dtype, inp.dtype, weight.dtype}) &&
+      mlp_fusion_one_region(DType::kF32, N, C, OC)) {
+    small_gemm_gelu_forward(fch.f32(), fch_gelu.f32(), inp.f32(), weight.f32(), bias, N, C, OC,
+                            kind);
+    return;
+  }
   const int64_t R = block_rows(native(ctx, inp, weight, fch.dtype), OC, std::max(C, OC));
   for (int64_t r0 = 0; r0 < N; r0 += R) {
     const int64_t rows = std::min(R, N - r0);
@@ -116,6 +135,12 @@ void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, flo
   const bool nat = pre.dtype == dout.dtype && native(ctx, dout, weight, dpre.dtype);
   // dbias: the column sums over all rows at once, as the unfused matmul_backward sums them.
   if (dbias) matmul_backward(ctx, TypedPtr(), nullptr, dbias, dout, pre, weight, N, C, OC);
+  if (all_f32({dpre.dtype, dout.dtype, pre.dtype, weight.dtype}) &&
+      mlp_fusion_one_region(DType::kF32, N, C, OC)) {
+    small_gemm_gelu_backward(dpre.f32(), dweight, dout.f32(), pre.f32(), weight.f32(), N, C, OC,
+                             kind);
+    return;
+  }
   const int64_t R = std::min(N, block_rows(nat, C, std::max(C, OC)));
   const TypedPtr act = scratch_block(impl, 4, R * C, pre.dtype);    // (R, C) gelu(pre)
   const TypedPtr dact = scratch_block(impl, 5, R * C, dpre.dtype);  // (R, C) d(gelu(pre))

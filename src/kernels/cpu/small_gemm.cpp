@@ -6,6 +6,10 @@
 // broadcasts. One parallel region per call, threads owning disjoint output columns (so each packs
 // only its own panels); every output element is the same chain of FMAs over k = 0, 1, ... whatever
 // the split, so results do not depend on the thread count.
+// The MLP's GELU rides along in the same region (small_gemm_gelu_*): in the forward as an epilogue
+// on each row block while it is in L1; in the backward the recomputed gelu(pre) is written straight
+// into the packed panel of the dweight product and the derivative is the epilogue of the dinp
+// product, so neither (N, 4C) intermediate goes through memory and the MLP's GELU costs no region.
 #include "kernels/cpu/small_gemm.h"
 
 #include <omp.h>
@@ -14,6 +18,7 @@
 #include <cstring>
 
 #include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/gelu_math.h"
 #include "kernels/cpu/tile_gemm.h"
 
 namespace nanogpt::cpu {
@@ -37,12 +42,13 @@ Range thread_share(int64_t count) {
   return {std::min(count, tid * per * kPanel), std::min(count, (tid + 1) * per * kPanel)};
 }
 
-// out (R, [w0, w1)) (+)= a (R, K) . X (K, [w0, w1)) (+ bias[w]), this thread's columns: a is read
-// as a[r*a_rs + k*a_ks]; pack(buf, k, kc, w, pw) writes X's rows k..k+kc, columns w..w+pw into buf
-// (kc, pw). The first K chunk overwrites out unless `accumulate`; the bias is added after the last.
-template <class PackX>
+// out (R, [w0, w1)) (+)= a (R, K) . X (K, [w0, w1)), this thread's columns: a is read as
+// a[r*a_rs + k*a_ks]; pack(buf, k, kc, w, pw) writes X's rows k..k+kc, columns w..w+pw into buf
+// (kc, pw). The first K chunk overwrites out unless `accumulate`; after the last, while the block
+// is in L1, epilogue(o, r, rows, w, pw) finishes the block out (rows, [w, w + pw)) at row r.
+template <class PackX, class Epilogue>
 void panel_gemm(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a_ks, int64_t R,
-                int64_t K, Range cols, bool accumulate, const float* bias, PackX&& pack) {
+                int64_t K, Range cols, bool accumulate, PackX&& pack, Epilogue&& epilogue) {
   alignas(64) float buf[kKc * kPanel];
   for (int64_t w = cols.begin; w < cols.end; w += kPanel) {
     const int pw = static_cast<int>(std::min<int64_t>(kPanel, cols.end - w));
@@ -59,15 +65,31 @@ void panel_gemm(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a
         } else {
           tile_gemm_acc(o, ldo, ak, a_rs, a_ks, buf, pw, rows, kc, pw);
         }
-        if (last && bias) {
-          for (int i = 0; i < rows; ++i) {
-#pragma omp simd
-            for (int j = 0; j < pw; ++j) o[i * ldo + j] += bias[w + j];
-          }
-        }
+        if (last) epilogue(o, r, rows, w, pw);
       }
     }
   }
+}
+
+// No epilogue.
+constexpr auto kNoEpilogue = [](float*, int64_t, int, int64_t, int) {};
+
+// Adds bias[w..w+pw) to each of the block's rows (o rows ldo apart); bias may be null.
+void add_bias(float* o, int64_t ldo, int rows, const float* bias, int64_t w, int pw) {
+  if (!bias) return;
+  for (int i = 0; i < rows; ++i) {
+#pragma omp simd
+    for (int j = 0; j < pw; ++j) o[i * ldo + j] += bias[w + j];
+  }
+}
+
+// The forward's packing: X = weight^T (C, OC), buf[i][j] = weight[w + j][k + i].
+auto pack_weight_transposed(const float* weight, int C) {
+  return [=](float* buf, int64_t k, int kc, int64_t w, int pw) {
+    using attention_tiles::Word32;
+    attention_tiles::transpose32(reinterpret_cast<Word32*>(buf), pw,
+                                 reinterpret_cast<const Word32*>(weight + w * C + k), C, pw, kc);
+  };
 }
 
 // buf (kc, pw) = rows k.. of a row-major (.., ld) matrix, columns w..w+pw.
@@ -84,16 +106,22 @@ bool small_gemm_fits(int64_t N, int C, int OC) {
 void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
                         int64_t N, int C, int OC) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
-  {
-    // X = weight^T (C, OC): buf[i][j] = weight[w + j][k + i].
-    panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, bias,
-               [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-                 using attention_tiles::Word32;
-                 attention_tiles::transpose32(reinterpret_cast<Word32*>(buf), pw,
-                                              reinterpret_cast<const Word32*>(weight + w * C + k),
-                                              C, pw, kc);
-               });
-  }
+  panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
+             [&](float* o, int64_t, int rows, int64_t w, int pw) {
+               add_bias(o, OC, rows, bias, w, pw);
+             });
+}
+
+void small_gemm_gelu_forward(float* out, float* act, const float* inp, const float* weight,
+                             const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+#pragma omp parallel if (N * C * OC >= kMinParallelMacs)
+  panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
+             [&](float* o, int64_t r, int rows, int64_t w, int pw) {
+               add_bias(o, OC, rows, bias, w, pw);
+               for (int i = 0; i < rows; ++i) {
+                 gelu_math::forward_serial(act + (r + i) * OC + w, o + i * OC, pw, kind);
+               }
+             });
 }
 
 void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, const float* dout,
@@ -103,16 +131,47 @@ void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, cons
   {
     const Range cols = thread_share(C);
     if (dinp) {  // dinp (N,C) (+)= dout (N,OC) . weight (OC,C)
-      panel_gemm(dinp, C, dout, OC, 1, N, OC, cols, accumulate_dinp, nullptr,
+      panel_gemm(dinp, C, dout, OC, 1, N, OC, cols, accumulate_dinp,
                  [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
                    pack_rows(buf, weight, C, k, kc, w, pw);
-                 });
+                 },
+                 kNoEpilogue);
     }
     if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . inp (N,C)
-      panel_gemm(dweight, C, dout, 1, OC, OC, N, cols, true, nullptr,
+      panel_gemm(dweight, C, dout, 1, OC, OC, N, cols, true,
                  [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
                    pack_rows(buf, inp, C, k, kc, w, pw);
-                 });
+                 },
+                 kNoEpilogue);
+    }
+  }
+}
+
+void small_gemm_gelu_backward(float* dpre, float* dweight, const float* dout, const float* pre,
+                              const float* weight, int64_t N, int C, int OC, GeluKind kind) {
+#pragma omp parallel if (N * C * OC >= kMinParallelMacs)
+  {
+    const Range cols = thread_share(C);
+    // dpre (N,C) = d(gelu) = dout (N,OC) . weight (OC,C), then in the epilogue (each row of the
+    // block in place) dpre = d(gelu) * gelu'(pre): gelu_backward_overwrite's element code.
+    panel_gemm(dpre, C, dout, OC, 1, N, OC, cols, false,
+               [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+                 pack_rows(buf, weight, C, k, kc, w, pw);
+               },
+               [&](float* o, int64_t r, int rows, int64_t w, int pw) {
+                 for (int i = 0; i < rows; ++i) {
+                   gelu_math::backward_serial<false>(o + i * C, pre + (r + i) * C + w, o + i * C,
+                                                     pw, kind);
+                 }
+               });
+    if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . gelu(pre) (N,C), packed as computed
+      panel_gemm(dweight, C, dout, 1, OC, OC, N, cols, true,
+                 [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+                   for (int i = 0; i < kc; ++i) {
+                     gelu_math::forward_serial(buf + i * pw, pre + (k + i) * C + w, pw, kind);
+                   }
+                 },
+                 kNoEpilogue);
     }
   }
 }
