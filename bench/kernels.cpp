@@ -183,16 +183,16 @@ void BM_W1Gemm(benchmark::State& state) {
       }
     } else if (product == 1) {
       if (small) {
-        cpu::small_gemm_backward(dinp.data(), true, nullptr, dout.data(), inp.data(), w.data(), N,
-                                 C, OC);
+        cpu::small_gemm_backward(dinp.data(), true, nullptr, nullptr, dout.data(), inp.data(),
+                                 w.data(), N, C, OC);
       } else {
         cpu::run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardData}, dout.data(), w.data(),
                         nullptr, dinp.data());
       }
     } else {
       if (small) {
-        cpu::small_gemm_backward(nullptr, true, dw.data(), dout.data(), inp.data(), w.data(), N, C,
-                                 OC);
+        cpu::small_gemm_backward(nullptr, true, dw.data(), nullptr, dout.data(), inp.data(),
+                                 w.data(), N, C, OC);
       } else {
         cpu::run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout.data(),
                         inp.data(), nullptr, dw.data());

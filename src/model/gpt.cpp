@@ -144,8 +144,7 @@ const float* GPT::logits() const {
 // one region each (float32 at nanoGPT's CPU recipe's size: there they save regions and passes).
 bool GPT::fuse_mlp(const Backend& ops, int64_t N) const {
   const int C = config_.n_embd;
-  return choices_.fused &&
-         (choices_.fused_mlp || ops.mlp_fusion_one_region(dtype_, N, C, 4 * C));
+  return choices_.fused && (choices_.fused_mlp || ops.mlp_fusion_one_region(dtype_, N, C, 4 * C));
 }
 
 // Block l's forward from its input x (the embedding or block l-1's residual3) into a.layers[l];

@@ -56,25 +56,41 @@ TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
   const auto tol_dinp = dot_tolerance(mdinp, dinp_r, OC + 1);
   const auto tol_dw = dot_tolerance(mdw, dw_r, N + 1);
 
+  // dbias: column sums of dout added to nonzero values.
+  const auto db0 = random_normal(OC, 7);
+  auto db_r = db0, mdb = abs_of(db0);
+  ref::matmul_backward(nullptr, nullptr, db_r.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+  ref::matmul_backward(nullptr, nullptr, mdb.data(), adout.data(), ainp.data(), aw.data(), N, C,
+                       OC);
+  auto db = db0;
+  cpu::small_gemm_backward(nullptr, true, nullptr, db.data(), dout.data(), inp.data(), w.data(), N,
+                           C, OC);
+  expect_within(db, db_r, dot_tolerance(mdb, db_r, N + 1), "dbias");
+  auto db_all = db0;  // with both products in the same region: the same floats
+  std::vector<float> dinp_all = dinp0, dw_all = dw0;
+  cpu::small_gemm_backward(dinp_all.data(), true, dw_all.data(), db_all.data(), dout.data(),
+                           inp.data(), w.data(), N, C, OC);
+  EXPECT_EQ(db_all, db) << "dbias with the products";
+
   auto dinp = dinp0, dw = dw0;
-  cpu::small_gemm_backward(dinp.data(), true, dw.data(), dout.data(), inp.data(), w.data(), N, C,
-                           OC);
+  cpu::small_gemm_backward(dinp.data(), true, dw.data(), nullptr, dout.data(), inp.data(), w.data(),
+                           N, C, OC);
   expect_within(dinp, dinp_r, tol_dinp, "dinp");
   expect_within(dw, dw_r, tol_dw, "dweight");
 
   // Overwritten dinp (NaN before) equals the accumulation from zero, bit for bit.
   std::vector<float> dinp_set(dinp0.size(), NAN), dinp_zero(dinp0.size(), 0.0f);
-  cpu::small_gemm_backward(dinp_set.data(), false, nullptr, dout.data(), inp.data(), w.data(), N, C,
-                           OC);
-  cpu::small_gemm_backward(dinp_zero.data(), true, nullptr, dout.data(), inp.data(), w.data(), N, C,
-                           OC);
+  cpu::small_gemm_backward(dinp_set.data(), false, nullptr, nullptr, dout.data(), inp.data(),
+                           w.data(), N, C, OC);
+  cpu::small_gemm_backward(dinp_zero.data(), true, nullptr, nullptr, dout.data(), inp.data(),
+                           w.data(), N, C, OC);
   EXPECT_EQ(dinp_set, dinp_zero) << "dinp overwritten";
 
   auto dinp_only = dinp0, dw_only = dw0;
-  cpu::small_gemm_backward(dinp_only.data(), true, nullptr, dout.data(), inp.data(), w.data(), N, C,
-                           OC);
-  cpu::small_gemm_backward(nullptr, true, dw_only.data(), dout.data(), inp.data(), w.data(), N, C,
-                           OC);
+  cpu::small_gemm_backward(dinp_only.data(), true, nullptr, nullptr, dout.data(), inp.data(),
+                           w.data(), N, C, OC);
+  cpu::small_gemm_backward(nullptr, true, dw_only.data(), nullptr, dout.data(), inp.data(),
+                           w.data(), N, C, OC);
   EXPECT_EQ(dinp_only, dinp) << "dinp alone";
   EXPECT_EQ(dw_only, dw) << "dweight alone";
 }
@@ -87,7 +103,7 @@ TEST_P(SmallGemmTest, GeluFusedMatchesTheUnfusedOpsBitForBit) {
   const auto inp = random_normal(size_t(N) * C, 21, 1.5f);  // (N,C): x, or pre in the backward
   const auto w = random_normal(size_t(OC) * C, 22, 0.2f);   // (OC,C)
   const auto b = random_normal(OC, 23);
-  const auto dout = random_normal(size_t(N) * OC, 24);       // (N,OC)
+  const auto dout = random_normal(size_t(N) * OC, 24);  // (N,OC)
   const auto dw0 = random_normal(size_t(OC) * C, 25);
   for (const GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
     const char* name = kind == GeluKind::kTanh ? "tanh" : "exact";
@@ -100,22 +116,23 @@ TEST_P(SmallGemmTest, GeluFusedMatchesTheUnfusedOpsBitForBit) {
     EXPECT_EQ(out, out_u) << name << ": pre-activation";
     EXPECT_EQ(act, act_u) << name << ": gelu";
 
-    std::vector<float> dpre(size_t(N) * C, NAN);
+    std::vector<float> dpre(size_t(N) * C, NAN), db(OC, 0.5f), db_u(OC, 0.5f);
     auto dw = dw0;
-    cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C,
-                                  OC, kind);
+    cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), db.data(), dout.data(), inp.data(),
+                                  w.data(), N, C, OC, kind);
     std::vector<float> gelu(size_t(N) * C), dgelu(gelu.size(), NAN), dpre_u(gelu.size(), NAN);
     auto dw_u = dw0;
     cpu::gelu_forward(gelu.data(), inp.data(), int64_t(N) * C, kind);
-    cpu::small_gemm_backward(dgelu.data(), false, dw_u.data(), dout.data(), gelu.data(), w.data(),
-                             N, C, OC);
+    cpu::small_gemm_backward(dgelu.data(), false, dw_u.data(), db_u.data(), dout.data(),
+                             gelu.data(), w.data(), N, C, OC);
     cpu::gelu_backward_overwrite(dpre_u.data(), inp.data(), dgelu.data(), int64_t(N) * C, kind);
     EXPECT_EQ(dpre, dpre_u) << name << ": dpre";
     EXPECT_EQ(dw, dw_u) << name << ": dweight";
+    EXPECT_EQ(db, db_u) << name << ": dbias";
 
     std::vector<float> dpre_only(dpre.size(), NAN);  // without dweight
-    cpu::small_gemm_gelu_backward(dpre_only.data(), nullptr, dout.data(), inp.data(), w.data(), N,
-                                  C, OC, kind);
+    cpu::small_gemm_gelu_backward(dpre_only.data(), nullptr, nullptr, dout.data(), inp.data(),
+                                  w.data(), N, C, OC, kind);
     EXPECT_EQ(dpre_only, dpre) << name << ": dpre alone";
   }
 }
@@ -136,27 +153,29 @@ TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
   const auto inp = random_normal(size_t(N) * C, 11), w = random_normal(size_t(OC) * C, 12, 0.2f);
   const auto b = random_normal(OC, 13), dout = random_normal(size_t(N) * OC, 14);
   const int saved = omp_get_max_threads();
-  std::vector<float> out0, dinp0, dw0, act0, dpre0;
+  std::vector<float> out0, dinp0, dw0, act0, dpre0, db0;
   for (const int threads : {1, 2, 3}) {
     omp_set_num_threads(threads);
-    std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f), dw(size_t(OC) * C, -0.25f);
+    std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f), dw(size_t(OC) * C, -0.25f),
+        db(OC, 0.125f);
     cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
-    cpu::small_gemm_backward(dinp.data(), true, dw.data(), dout.data(), inp.data(), w.data(), N, C,
-                             OC);
+    cpu::small_gemm_backward(dinp.data(), true, dw.data(), db.data(), dout.data(), inp.data(),
+                             w.data(), N, C, OC);
     // The GELU-fused forms: (N, C) x (C, OC) then the backward of gelu (N, C) x (C, OC).
     std::vector<float> act(out.size()), dpre(size_t(N) * C);
     cpu::small_gemm_gelu_forward(out.data(), act.data(), inp.data(), w.data(), b.data(), N, C, OC,
                                  GeluKind::kTanh);
-    cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), dout.data(), inp.data(), w.data(), N, C,
-                                  OC, GeluKind::kTanh);
+    cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), nullptr, dout.data(), inp.data(),
+                                  w.data(), N, C, OC, GeluKind::kTanh);
     if (threads == 1) {
-      out0 = out, dinp0 = dinp, dw0 = dw, act0 = act, dpre0 = dpre;
+      out0 = out, dinp0 = dinp, dw0 = dw, act0 = act, dpre0 = dpre, db0 = db;
     } else {
       EXPECT_EQ(out, out0) << threads << " threads: out";
       EXPECT_EQ(dinp, dinp0) << threads << " threads: dinp";
       EXPECT_EQ(dw, dw0) << threads << " threads: dweight";
       EXPECT_EQ(act, act0) << threads << " threads: gelu";
       EXPECT_EQ(dpre, dpre0) << threads << " threads: dpre";
+      EXPECT_EQ(db, db0) << threads << " threads: dbias";
     }
   }
   omp_set_num_threads(saved);

@@ -156,18 +156,17 @@ void backward(KernelContext& ctx, float* dinp, bool accumulate_dinp, float* dwei
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
   auto& impl = ctx.impl();
-  if (small_gemm_fits(N, C, OC)) {
-    if (dinp || dweight) small_gemm_backward(dinp, accumulate_dinp, dweight, dout, inp, weight, N, C, OC);
-  } else {
-    if (dinp) {
-      const MatmulKind kind =
-          accumulate_dinp ? MatmulKind::kBackwardData : MatmulKind::kBackwardDataSet;
-      run_matmul(impl, {N, C, OC, false, kind}, dout, weight, nullptr, dinp);
-    }
-    if (dweight) {
-      run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr,
-                 dweight);
-    }
+  if (small_gemm_fits(N, C, OC)) {  // dbias in the same region
+    small_gemm_backward(dinp, accumulate_dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    return;
+  }
+  if (dinp) {
+    const MatmulKind kind =
+        accumulate_dinp ? MatmulKind::kBackwardData : MatmulKind::kBackwardDataSet;
+    run_matmul(impl, {N, C, OC, false, kind}, dout, weight, nullptr, dinp);
+  }
+  if (dweight) {
+    run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr, dweight);
   }
   if (dbias) {
     // dbias (OC) += column sums of dout (N,OC): each thread sums a slice of columns, rows in

@@ -2,7 +2,8 @@
 // by row block, so that what one step writes is still in cache when the next reads it:
 //   forward:  per block, oneDNN's matmul (+ bias) writes the block of fch, then the GELU reads it
 //             back into fch_gelu;
-//   backward: per block, gelu(pre) is recomputed into a scratch block, dweight += dout^T . gelu(pre),
+//   backward: per block, gelu(pre) is recomputed into a scratch block, dweight += dout^T .
+//   gelu(pre),
 //             d(gelu) = dout . W overwrites a second scratch block (a matmul without the sum
 //             post-op), and dpre = d(gelu) * gelu'(pre) is written once. The (N, C) gelu(pre) and
 //             d(gelu) never go through memory whole, and dpre needs no zeroing pass.
@@ -134,13 +135,13 @@ void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, flo
   auto& impl = ctx.impl();
   const bool nat = pre.dtype == dout.dtype && native(ctx, dout, weight, dpre.dtype);
   // dbias: the column sums over all rows at once, as the unfused matmul_backward sums them.
-  if (dbias) matmul_backward(ctx, TypedPtr(), nullptr, dbias, dout, pre, weight, N, C, OC);
   if (all_f32({dpre.dtype, dout.dtype, pre.dtype, weight.dtype}) &&
       mlp_fusion_one_region(DType::kF32, N, C, OC)) {
-    small_gemm_gelu_backward(dpre.f32(), dweight, dout.f32(), pre.f32(), weight.f32(), N, C, OC,
-                             kind);
+    small_gemm_gelu_backward(dpre.f32(), dweight, dbias, dout.f32(), pre.f32(), weight.f32(), N, C,
+                             OC, kind);
     return;
   }
+  if (dbias) matmul_backward(ctx, TypedPtr(), nullptr, dbias, dout, pre, weight, N, C, OC);
   const int64_t R = std::min(N, block_rows(nat, C, std::max(C, OC)));
   const TypedPtr act = scratch_block(impl, 4, R * C, pre.dtype);    // (R, C) gelu(pre)
   const TypedPtr dact = scratch_block(impl, 5, R * C, dpre.dtype);  // (R, C) d(gelu(pre))

@@ -97,6 +97,23 @@ void pack_rows(float* buf, const float* x, int64_t ld, int64_t k, int kc, int64_
   for (int i = 0; i < kc; ++i) std::memcpy(buf + i * pw, x + (k + i) * ld + w, pw * sizeof(float));
 }
 
+// dbias (OC) += column sums of dout (N,OC), this thread's columns: each column summed in row order
+// from zero, then added (matmul.cpp's unparallel order, so the same floats).
+void column_sums(float* dbias, const float* dout, int64_t N, int OC, Range cols) {
+  if (!dbias || cols.begin >= cols.end) return;
+  alignas(64) float acc[kPanel];
+  for (int64_t w = cols.begin; w < cols.end; w += kPanel) {
+    const int pw = static_cast<int>(std::min<int64_t>(kPanel, cols.end - w));
+    std::fill(acc, acc + pw, 0.0f);
+    for (int64_t n = 0; n < N; ++n) {
+      const float* d = dout + n * OC + w;
+#pragma omp simd
+      for (int j = 0; j < pw; ++j) acc[j] += d[j];
+    }
+    for (int j = 0; j < pw; ++j) dbias[w + j] += acc[j];
+  }
+}
+
 }  // namespace
 
 bool small_gemm_fits(int64_t N, int C, int OC) {
@@ -106,10 +123,9 @@ bool small_gemm_fits(int64_t N, int C, int OC) {
 void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
                         int64_t N, int C, int OC) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
-  panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
-             [&](float* o, int64_t, int rows, int64_t w, int pw) {
-               add_bias(o, OC, rows, bias, w, pw);
-             });
+  panel_gemm(
+      out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
+      [&](float* o, int64_t, int rows, int64_t w, int pw) { add_bias(o, OC, rows, bias, w, pw); });
 }
 
 void small_gemm_gelu_forward(float* out, float* act, const float* inp, const float* weight,
@@ -124,54 +140,64 @@ void small_gemm_gelu_forward(float* out, float* act, const float* inp, const flo
              });
 }
 
-void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, const float* dout,
-                         const float* inp, const float* weight, int64_t N, int C, int OC) {
-  // One region for both products (they are independent): each thread takes its columns of both.
+void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
+                         const float* dout, const float* inp, const float* weight, int64_t N, int C,
+                         int OC) {
+  if (!dinp && !dweight && !dbias) return;
+  // One region for both products and the bias sums (all independent): each thread takes its
+  // columns of each.
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
+    column_sums(dbias, dout, N, OC, thread_share(OC));
     const Range cols = thread_share(C);
     if (dinp) {  // dinp (N,C) (+)= dout (N,OC) . weight (OC,C)
-      panel_gemm(dinp, C, dout, OC, 1, N, OC, cols, accumulate_dinp,
-                 [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-                   pack_rows(buf, weight, C, k, kc, w, pw);
-                 },
-                 kNoEpilogue);
+      panel_gemm(
+          dinp, C, dout, OC, 1, N, OC, cols, accumulate_dinp,
+          [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+            pack_rows(buf, weight, C, k, kc, w, pw);
+          },
+          kNoEpilogue);
     }
     if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . inp (N,C)
-      panel_gemm(dweight, C, dout, 1, OC, OC, N, cols, true,
-                 [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-                   pack_rows(buf, inp, C, k, kc, w, pw);
-                 },
-                 kNoEpilogue);
+      panel_gemm(
+          dweight, C, dout, 1, OC, OC, N, cols, true,
+          [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+            pack_rows(buf, inp, C, k, kc, w, pw);
+          },
+          kNoEpilogue);
     }
   }
 }
 
-void small_gemm_gelu_backward(float* dpre, float* dweight, const float* dout, const float* pre,
-                              const float* weight, int64_t N, int C, int OC, GeluKind kind) {
+void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+                              const float* pre, const float* weight, int64_t N, int C, int OC,
+                              GeluKind kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
+    column_sums(dbias, dout, N, OC, thread_share(OC));
     const Range cols = thread_share(C);
     // dpre (N,C) = d(gelu) = dout (N,OC) . weight (OC,C), then in the epilogue (each row of the
     // block in place) dpre = d(gelu) * gelu'(pre): gelu_backward_overwrite's element code.
-    panel_gemm(dpre, C, dout, OC, 1, N, OC, cols, false,
-               [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-                 pack_rows(buf, weight, C, k, kc, w, pw);
-               },
-               [&](float* o, int64_t r, int rows, int64_t w, int pw) {
-                 for (int i = 0; i < rows; ++i) {
-                   gelu_math::backward_serial<false>(o + i * C, pre + (r + i) * C + w, o + i * C,
-                                                     pw, kind);
-                 }
-               });
+    panel_gemm(
+        dpre, C, dout, OC, 1, N, OC, cols, false,
+        [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+          pack_rows(buf, weight, C, k, kc, w, pw);
+        },
+        [&](float* o, int64_t r, int rows, int64_t w, int pw) {
+          for (int i = 0; i < rows; ++i) {
+            gelu_math::backward_serial<false>(o + i * C, pre + (r + i) * C + w, o + i * C, pw,
+                                              kind);
+          }
+        });
     if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . gelu(pre) (N,C), packed as computed
-      panel_gemm(dweight, C, dout, 1, OC, OC, N, cols, true,
-                 [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-                   for (int i = 0; i < kc; ++i) {
-                     gelu_math::forward_serial(buf + i * pw, pre + (k + i) * C + w, pw, kind);
-                   }
-                 },
-                 kNoEpilogue);
+      panel_gemm(
+          dweight, C, dout, 1, OC, OC, N, cols, true,
+          [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+            for (int i = 0; i < kc; ++i) {
+              gelu_math::forward_serial(buf + i * pw, pre + (k + i) * C + w, pw, kind);
+            }
+          },
+          kNoEpilogue);
     }
   }
 }

@@ -22,21 +22,26 @@ void small_gemm_forward(float* out, const float* inp, const float* weight, const
                         int64_t N, int C, int OC);
 
 // small_gemm_forward, then act (N,OC) = gelu(out) in the same region (the MLP's fc with its GELU,
-// ops_lowp.h's matmul_gelu_forward): the values of small_gemm_forward then gelu_forward, bit for bit.
+// ops_lowp.h's matmul_gelu_forward): the values of small_gemm_forward then gelu_forward, bit for
+// bit.
 void small_gemm_gelu_forward(float* out, float* act, const float* inp, const float* weight,
                              const float* bias, int64_t N, int C, int OC, GeluKind kind);
 
-// dinp (N,C) += dout (N,OC) . weight (OC,C) (= when !accumulate_dinp) and dweight (OC,C) +=
-// dout^T . inp (N,C), either pointer nullable, in one parallel region.
-void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, const float* dout,
-                         const float* inp, const float* weight, int64_t N, int C, int OC);
+// dinp (N,C) += dout (N,OC) . weight (OC,C) (= when !accumulate_dinp), dweight (OC,C) +=
+// dout^T . inp (N,C) and dbias (OC) += column sums of dout (each column summed in row order from
+// zero, then added: matmul.cpp's order), each pointer nullable, in one parallel region.
+void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
+                         const float* dout, const float* inp, const float* weight, int64_t N, int C,
+                         int OC);
 
 // The backward of out (N,OC) = gelu(pre (N,C)) . weight (OC,C)^T (the MLP's projection, without
 // its bias) in one region: dweight (OC,C) += dout^T . gelu(pre) (nullable; gelu recomputed into
-// the packed panels, never stored) and dpre (N,C) = (dout . weight) * gelu'(pre), overwritten;
-// dpre must not overlap pre. The values of gelu_forward, small_gemm_backward into d(gelu) (dinp
-// overwritten) and gelu_backward_overwrite, bit for bit.
-void small_gemm_gelu_backward(float* dpre, float* dweight, const float* dout, const float* pre,
-                              const float* weight, int64_t N, int C, int OC, GeluKind kind);
+// the packed panels, never stored), dbias (OC, nullable) += column sums of dout as in
+// small_gemm_backward, and dpre (N,C) = (dout . weight) * gelu'(pre), overwritten; dpre must not
+// overlap pre. The values of gelu_forward, small_gemm_backward into d(gelu) (dinp overwritten)
+// and gelu_backward_overwrite, bit for bit.
+void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+                              const float* pre, const float* weight, int64_t N, int C, int OC,
+                              GeluKind kind);
 
 }  // namespace nanogpt::cpu
