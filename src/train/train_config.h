@@ -93,7 +93,9 @@ struct TrainConfig {
     v("fused_mlp", fused_mlp,
       "with fused=True: bias + GELU in the epilogue of the MLP's fc matmul and the GELU "
       "derivative in the epilogue of its backward, row block by row block (same results). Off by "
-      "default: slower on a shared 2-core machine (docs/benchmarks.md); try it on yours");
+      "default: slower on a shared 2-core machine (docs/benchmarks.md); try it on yours. Small "
+      "float32 models (nanoGPT's CPU recipe) fuse the MLP with fused=True either way: there each "
+      "fused op is one parallel region of the small GEMM with the unfused ops' exact floats");
     v("activation_checkpointing", activation_checkpointing,
       "True: keep only each block's output in the forward and run each block's forward again "
       "(up to its MLP's first matmul) just before its backward: activation memory of one block "
