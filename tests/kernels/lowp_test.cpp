@@ -350,6 +350,36 @@ TEST_P(LowpOpsTest, GeluForwardAndBackward) {
   }
 }
 
+// bf16 GELU looks up tables of every bf16 input (lowp_elementwise.cpp): over all 65536 inputs (NaNs,
+// infinities, subnormals included), forward, accumulating and overwriting backward give the bits of
+// the float32 kernel on the widened values, rounded once.
+TEST(LowpGeluTest, Bf16TablesGiveTheFloat32KernelsBitsForEveryInput) {
+  KernelContext ctx;
+  const int64_t N = 65536;
+  Lowp x(std::vector<float>(N), DType::kBF16);
+  for (int64_t i = 0; i < N; ++i) {
+    x.bits[i] = static_cast<uint16_t>(i);
+    x.f32[i] = bf16_to_float(x.bits[i]);
+  }
+  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
+    std::vector<float> y32(N);
+    cpu::gelu_forward(y32.data(), x.f32.data(), N, kind);
+    Lowp y(size_t(N), DType::kBF16);
+    cpu::gelu_forward(ctx, y.ptr(), x.ptr(), N, kind);
+    EXPECT_EQ(y.bits, Lowp(y32, DType::kBF16).bits) << "forward";
+
+    Lowp dout(random_normal(N, 4), DType::kBF16), old(random_normal(N, 5), DType::kBF16);
+    std::vector<float> g32 = old.f32, z32(N, 0.0f);
+    cpu::gelu_backward(g32.data(), x.f32.data(), dout.f32.data(), N, kind);
+    cpu::gelu_backward(z32.data(), x.f32.data(), dout.f32.data(), N, kind);
+    Lowp g = old, set = old;
+    cpu::gelu_backward(ctx, g.ptr(), x.ptr(), dout.ptr(), N, kind);
+    cpu::gelu_backward_overwrite(ctx, set.ptr(), x.ptr(), dout.ptr(), N, kind);
+    EXPECT_EQ(g.bits, Lowp(g32, DType::kBF16).bits) << "backward";
+    EXPECT_EQ(set.bits, Lowp(z32, DType::kBF16).bits) << "overwriting backward";
+  }
+}
+
 TEST_P(LowpOpsTest, AttentionForwardAndBackwardWithDropout) {
   const DType t = GetParam();
   KernelContext ctx;
