@@ -23,6 +23,11 @@ using testing::random_normal;
 // Error model. A score is a float dot product of length HS: |ds| <= 4 sqrt(HS) eps scale
 // sum|q k|. A probability P = exp(s - lse) then has relative error
 // dP <= 2 max|ds| + 4 eps (2 + |lse| + |s|) (score and lse errors, 2-ulp exp, roundings).
+// (The flash forward evaluates exp as 2^(s scale log2 e - m log2 e) with a 1-ulp exp2_16: the
+// rounding of the folded constants adds eps (|s| + |m|), inside the same term. Its running max m
+// may lag the row's max by up to kLazyRescale = 8, so l may reach e^8 T: log l then carries up to
+// (8 + log T) eps more, which the 4 sqrt(T) eps term below covers for T > 64, the only case where
+// m can lag: with one key block m is that block's exact max.)
 // A sum over up to T keys adds 4 sqrt(T) eps relative to the sum of magnitudes. Each gradient's
 // tolerance below is these relative errors times the magnitude of the terms summed, computed in
 // double from the same inputs, plus 2 eps (|initial| + |ref|) for the final accumulation.
@@ -176,6 +181,49 @@ TEST_P(AttentionTest, NaiveMatchesReference) {
   }
   expect_within(att, p_r, p_tol, "att");
 }
+
+// Scores that rise along the keys (a trend of g per key added through a shared direction u of Q
+// and K: head 0 g = 0.2, about 13 per 64-key block, so every block raises the running max past the
+// lazy-rescale threshold; head 1 g = 0.1, 6.4 per block, so the max is kept for a block and raised
+// at the next): the forward's rescaling of the accumulated output and sum, against the reference.
+// (Unit-normal inputs alone almost never raise the max by more than the threshold after the first
+// key block.)
+class AttentionRescaleTest : public ::testing::TestWithParam<float> {};
+
+TEST_P(AttentionRescaleTest, RisingScoresMatchReference) {
+  const float p = GetParam();
+  const int B = 1, T = 200, C = 64, NH = 2, HS = C / NH;
+  const uint64_t seed = 5;
+  auto qkv = random_normal(size_t(B) * T * 3 * C, 21);
+  const auto dout = random_normal(size_t(B) * T * C, 22);
+  for (int h = 0; h < NH; ++h) {
+    const float g = h == 0 ? 0.2f : 0.1f;
+    for (int t = 0; t < T; ++t) {
+      // u = (1, ..., 1) / sqrt(HS): q_t . k_s * scale gains g * s (scale = 1 / sqrt(HS)).
+      for (int x = 0; x < HS; ++x) {
+        qkv[size_t(t) * 3 * C + h * HS + x] += 1.0f;
+        qkv[size_t(t) * 3 * C + C + h * HS + x] += g * t / HS * std::sqrt(float(HS));
+      }
+    }
+  }
+  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T);
+  std::vector<float> out_r(out.size()), lse_r(lse.size());
+  cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
+  ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
+  const auto dqkv0 = random_normal(qkv.size(), 23);
+  auto dqkv = dqkv0, dqkv_r = dqkv0;
+  cpu::attention_backward(dqkv.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T, C,
+                          NH, p, seed);
+  ref::attention_backward(dqkv_r.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T,
+                          C, NH, p, seed);
+  const auto tol =
+      attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
+  expect_within(out, out_r, tol.out, "out");
+  expect_within(lse, lse_r, tol.lse, "lse");
+  expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
+}
+
+INSTANTIATE_TEST_SUITE_P(Dropout, AttentionRescaleTest, ::testing::Values(0.0f, 0.1f));
 
 // The parallel split depends on the thread count (query-block tasks forward; key groups per head
 // backward, more groups when B*NH is small): every split must give the reference's results.

@@ -58,7 +58,7 @@ struct ForwardScratch {
         s(kBq * kBk),
         o(static_cast<size_t>(kBq) * d.HSP),
         m(kBq),
-        l(kBq) {}
+        l(kBq * 16) {}  // 16 partial sums per row (softmax_row)
 };
 
 // One query block [i0, i0+nq) of head (b, h). kt = K^T (pack_transposed), vp (TP, HSP) = V.
@@ -81,7 +81,7 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
       const int t = i0 + r;
       const int nv = std::clamp(t - j0 + 1, 0, nk);  // causal: keys j0..t
       float* row = s + r * kBk;
-      const float corr = softmax_row(row, nv, w.m[r], w.l[r], b, h, t, j0, d);
+      const float corr = softmax_row(row, nv, w.m[r], w.l.data() + 16 * r, b, h, t, j0, d);
       if (j0 > 0 && corr != 1.0f) {
         float* orow = o + r * d.HSP;
 #pragma omp simd
@@ -96,9 +96,10 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
     float* dst = out + (static_cast<int64_t>(b) * d.T + t) * d.C + h * d.HS;
-    const float inv = 1.0f / w.l[r];
+    const float l = hsum16(load16(w.l.data() + 16 * r));
+    const float inv = 1.0f / l;
     for (int x = 0; x < d.HS; ++x) dst[x] = o[r * d.HSP + x] * inv;
-    lse[(static_cast<int64_t>(b) * d.NH + h) * d.T + t] = w.m[r] + std::log(w.l[r]);
+    lse[(static_cast<int64_t>(b) * d.NH + h) * d.T + t] = w.m[r] + std::log(l);
   }
 }
 

@@ -172,7 +172,7 @@ struct ForwardScratch {
         s(kBq * kBk),
         o(static_cast<size_t>(kBq) * d.HS),
         m(kBq),
-        l(kBq) {}
+        l(kBq * 16) {}  // 16 partial sums per row (softmax_row)
 };
 
 void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, int i0,
@@ -192,7 +192,7 @@ void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, i
     for (int r = 0; r < nq; ++r) {
       const int t = i0 + r;
       float* row = s + r * kBk;
-      const float corr = softmax_row(row, std::clamp(t - j0 + 1, 0, nk), w.m[r], w.l[r], b, h, t,
+      const float corr = softmax_row(row, std::clamp(t - j0 + 1, 0, nk), w.m[r], w.l.data() + 16 * r, b, h, t,
                                      j0, d);
       if (j0 > 0 && corr != 1.0f) {
         float* orow = o + r * d.HS;
@@ -207,12 +207,13 @@ void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, i
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
     uint16_t* dst = out + (static_cast<int64_t>(b) * d.T + t) * d.C + h * d.HS;
-    const float inv = 1.0f / w.l[r];
+    const float l = hsum16(load16(w.l.data() + 16 * r));
+    const float inv = 1.0f / l;
     float* orow = o + r * d.HS;
 #pragma omp simd
     for (int x = 0; x < d.HS; ++x) orow[x] *= inv;
     round_to_bf16(dst, orow, d.HS);
-    lse[(static_cast<int64_t>(b) * d.NH + h) * d.T + t] = w.m[r] + std::log(w.l[r]);
+    lse[(static_cast<int64_t>(b) * d.NH + h) * d.T + t] = w.m[r] + std::log(l);
   }
 }
 

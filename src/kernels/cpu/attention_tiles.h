@@ -96,7 +96,7 @@ inline void transpose32(Word32* dst, int64_t ldd, const Word32* src, int64_t lds
   }
 }
 
-static_assert(kBk == 64, "max_of_64 / sum_of_64 read one score row of 4 vectors");
+static_assert(kBk == 64, "a score row is 4 vectors (ScoreRow)");
 
 inline Vec16 vmax(Vec16 a, Vec16 b) { return a > b ? a : b; }
 
@@ -115,47 +115,88 @@ inline float hsum16(Vec16 v) {
   v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
   return v[0];
 }
-inline float max_of_64(const float* row) {
-  return hmax16(vmax(vmax(load16(row), load16(row + 16)), vmax(load16(row + 32), load16(row + 48))));
-}
-inline float sum_of_64(const float* row) {
-  return hsum16((load16(row) + load16(row + 16)) + (load16(row + 32) + load16(row + 48)));
-}
-
 inline uint64_t mask_index(int b, int h, int t, int s, const Dims& d) {
   return ((static_cast<uint64_t>(b) * d.NH + h) * d.T + t) * d.T + s;
 }
 
+constexpr float kLog2e = 1.44269504088896341f;
+
+// How far (natural-log units) a row's running max m may lag behind the true max of the scores seen
+// (FlashAttention-4's lazy rescale): while no new scaled score exceeds m + kLazyRescale, m is kept,
+// so the row's accumulated output and sum need no rescaling. The result is the same softmax (every
+// term carries the same factor e^-m, removed by the final 1/l and by lse = m + log l); the
+// unnormalized probabilities stay below e^8 ~ 3e3, far from float overflow.
+constexpr float kLazyRescale = 8.0f;
+
+// The 4 vectors of a score row; lanes at or past nv (when nv < kBk) are invalid.
+struct ScoreRow {
+  Vec16 v[4];
+  Vec16i valid[4];  // all-ones where valid (only read when nv < kBk)
+  ScoreRow(const float* row, int nv) {
+    for (int i = 0; i < 4; ++i) {
+      v[i] = load16(row + 16 * i);
+      if (nv < kBk) {
+        const Vec16i lane = Vec16i{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + 16 * i;
+        valid[i] = lane < nv;
+      }
+    }
+  }
+  // Largest valid raw score (-inf when there is none).
+  float max(int nv) const {
+    if (nv == kBk) return hmax16(vmax(vmax(v[0], v[1]), vmax(v[2], v[3])));
+    Vec16 mx = Vec16{} - INFINITY;
+    for (int i = 0; i < 4; ++i) mx = vmax(mx, valid[i] ? v[i] : Vec16{} - INFINITY);
+    return hmax16(mx);
+  }
+  // Whether some valid raw score is above lim.
+  bool any_above(float lim, int nv) const {
+#ifdef __AVX512F__
+    __mmask16 above = 0;
+    for (int i = 0; i < 4; ++i) above |= _mm512_cmp_ps_mask((__m512)v[i], _mm512_set1_ps(lim), _CMP_GT_OQ);
+    if (nv == kBk) return above != 0;
+#endif
+    return max(nv) > lim;
+  }
+  // e_i = 2^(v_i * a - c) at the valid lanes, 0 elsewhere; stored to row.
+  void store_exp2(float* row, float a, float c, int nv, Vec16 e[4]) const {
+    for (int i = 0; i < 4; ++i) {
+      e[i] = exp2_16(v[i] * a - c);
+      if (nv < kBk) e[i] = valid[i] ? e[i] : Vec16{};
+      store16(row + 16 * i, e[i]);
+    }
+  }
+};
+
 // Forward, one score row of query t against key block j0 (row: kBk raw scores, the first nv
-// valid): row becomes the dropped, unnormalized probabilities exp(s*scale - m_new) (zero past nv);
-// m, l (running max and sum) are updated. Returns the factor the row's output accumulated so far
-// must be multiplied by (0 when nothing was accumulated yet).
-inline float softmax_row(float* row, int nv, float& m, float& l, int b, int h, int t, int j0,
+// valid): row becomes the dropped, unnormalized probabilities exp(s*scale - m) (zero past nv) for
+// the row's running max m, and lsum (16 partial sums; the row's l is their total) gets the undropped
+// ones added. m is raised (to the max of the scores seen) only when a score exceeds it by more than
+// kLazyRescale, and lsum then rescaled. Returns the factor the row's output accumulated so far must
+// be multiplied by: 1 when m was kept (no rescale), 0 when nothing was accumulated yet.
+inline float softmax_row(float* row, int nv, float& m, float* lsum, int b, int h, int t, int j0,
                          const Dims& d) {
   // Locals, not d's fields: the stores to row could alias a float of d (through a reference),
   // which would keep GCC from vectorizing the loops below.
   const float scale = d.scale, p = d.p, keep_scale = d.keep_scale;
   const uint64_t seed = d.seed;
-  // Row max and sum by whole vectors (a scalar reduction chain per row costs as much as a quarter
-  // of the block's GEMMs); scale > 0, so max(row) * scale is the max of the scaled.
-  float mx = m;
-  if (nv == kBk) {
-    mx = std::max(mx, max_of_64(row) * scale);
-  } else {
-    for (int j = 0; j < nv; ++j) mx = std::max(mx, row[j] * scale);
+  const ScoreRow s(row, nv);
+  float corr = 1.0f;
+  // scale > 0: a scaled score exceeds m + kLazyRescale iff the raw one exceeds the limit below
+  // (m = -inf: any valid score does).
+  if (s.any_above((m + kLazyRescale) / scale, nv)) {
+    const float mx = std::max(m, s.max(nv) * scale);
+    corr = m == -INFINITY ? 0.0f : fast_exp(m - mx);
+    m = mx;
+    store16(lsum, load16(lsum) * corr);
   }
-  const float corr = m == -INFINITY ? 0.0f : fast_exp(m - mx);
-#pragma omp simd
-  for (int j = 0; j < nv; ++j) row[j] = fast_exp(row[j] * scale - mx);
-  if (nv < kBk) std::fill(row + nv, row + kBk, 0.0f);
-  const float sum = sum_of_64(row);
+  Vec16 e[4];
+  s.store_exp2(row, scale * kLog2e, m * kLog2e, nv, e);
+  store16(lsum, load16(lsum) + ((e[0] + e[1]) + (e[2] + e[3])));
   if (p > 0) {
     const uint64_t base = mask_index(b, h, t, j0, d);
 #pragma omp simd
     for (int j = 0; j < nv; ++j) row[j] *= dropout_keep(seed, base + j, p, keep_scale);
   }
-  m = mx;
-  l = l * corr + sum;
   return corr;
 }
 
@@ -199,17 +240,19 @@ inline void backward_row(float* srow, float* dprow, int nv, float lt, float dt, 
       srow[j] = pr * mk;
       dprow[j] = pr * (dprow[j] * mk - dt) * scale;
     }
-  } else {
-#pragma omp simd
-    for (int j = 0; j < nv; ++j) {
-      const float pr = fast_exp(srow[j] * scale - lt);
-      srow[j] = pr;
-      dprow[j] = pr * (dprow[j] - dt) * scale;
+    if (nv < kBk) {
+      std::fill(srow + nv, srow + kBk, 0.0f);
+      std::fill(dprow + nv, dprow + kBk, 0.0f);
     }
-  }
-  if (nv < kBk) {
-    std::fill(srow + nv, srow + kBk, 0.0f);
-    std::fill(dprow + nv, dprow + kBk, 0.0f);
+  } else {
+    // P = 2^(s * scale log2(e) - lse log2(e)) by whole vectors (zero past nv), dS = P (dP - D).
+    const ScoreRow s(srow, nv);
+    Vec16 pr[4];
+    s.store_exp2(srow, scale * kLog2e, lt * kLog2e, nv, pr);
+    for (int i = 0; i < 4; ++i) {
+      const Vec16 ds = pr[i] * (load16(dprow + 16 * i) - dt) * scale;
+      store16(dprow + 16 * i, nv < kBk ? (s.valid[i] ? ds : Vec16{}) : ds);
+    }
   }
 }
 
