@@ -68,17 +68,19 @@ class Backend {
     cpu::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
   // Causal attention: QK^T and PV over the lower triangle, 2*B*T*T*C FLOPs forward (nanoGPT's
-  // count), twice that backward.
+  // count), twice that backward. Through the context (which keeps the kernel's scratch).
   void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
                          float dropout_p, uint64_t seed) {
     Scope s(profile_, OpClass::kAttention, 2.0 * B * T * double(T) * C, 4.0 * B * T * C * 4);
-    cpu::attention_forward(out, lse, qkv, B, T, C, NH, dropout_p, seed);
+    cpu::attention_forward(ctx_, TypedPtr(out), lse, ConstTypedPtr(qkv), B, T, C, NH, dropout_p,
+                           seed);
   }
   void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                           const float* qkv, int B, int T, int C, int NH, float dropout_p,
                           uint64_t seed) {
     Scope s(profile_, OpClass::kAttention, 4.0 * B * T * double(T) * C, 4.0 * B * T * C * 8);
-    cpu::attention_backward(dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+    cpu::attention_backward(ctx_, TypedPtr(dqkv), ConstTypedPtr(dout), ConstTypedPtr(out), lse,
+                            ConstTypedPtr(qkv), B, T, C, NH, dropout_p, seed);
   }
   // attention=naive: full (T, T) products (masked entries computed too), 4*B*T*T*C FLOPs forward
   // (QK^T and PV), twice that backward; att (B, NH, T, T) written and read back.

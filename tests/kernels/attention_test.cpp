@@ -11,7 +11,9 @@
 
 #include "core/rng.h"
 #include "kernel_test_util.h"
+#include "kernels/context.h"
 #include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
 
 namespace nanogpt {
 namespace {
@@ -264,6 +266,47 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(1, 200, 64, 1, 0.15f),  // ... with dropout
                       std::make_tuple(2, 97, 64, 2, 0.0f),    // T odd, not a multiple of 32/64
                       std::make_tuple(1, 33, 48, 3, 0.1f)));  // HS 16, one key block
+
+// Through a KernelContext the float32 kernel reuses its per-thread scratch between calls (the
+// context's AttentionWorkspace, never zeroed again): calls of different shapes in turn (the larger
+// first, so the smaller ones find the larger one's leftovers, then with more threads) give the
+// same bits as the context-free calls, whose scratch is fresh and zeroed.
+TEST(AttentionWorkspaceTest, ReusedScratchGivesTheSameBits) {
+  struct Shape {
+    int B, T, C, NH;
+    float p;
+  };
+  const Shape shapes[] = {{1, 200, 64, 1, 0.0f},  // one head, HS 64, key groups in backward
+                          {2, 37, 48, 3, 0.2f},   // HS 16, odd T, dropout
+                          {1, 71, 72, 3, 0.0f},   // HS 24 (padded to 32)
+                          {2, 130, 128, 2, 0.1f}};
+  KernelContext ctx;
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(::testing::Message() << "threads " << threads << " T " << s.T << " C " << s.C);
+      const auto qkv = random_normal(size_t(s.B) * s.T * 3 * s.C, 31);
+      const auto dout = random_normal(size_t(s.B) * s.T * s.C, 32);
+      const auto dqkv0 = random_normal(qkv.size(), 33);
+      std::vector<float> out(dout.size()), lse(size_t(s.B) * s.NH * s.T), out_c(out.size()),
+          lse_c(lse.size());
+      auto dqkv = dqkv0, dqkv_c = dqkv0;
+      cpu::attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.p, 9);
+      cpu::attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), s.B,
+                              s.T, s.C, s.NH, s.p, 9);
+      cpu::attention_forward(ctx, TypedPtr(out_c.data()), lse_c.data(), ConstTypedPtr(qkv.data()),
+                             s.B, s.T, s.C, s.NH, s.p, 9);
+      cpu::attention_backward(ctx, TypedPtr(dqkv_c.data()), ConstTypedPtr(dout.data()),
+                              ConstTypedPtr(out.data()), lse.data(), ConstTypedPtr(qkv.data()), s.B,
+                              s.T, s.C, s.NH, s.p, 9);
+      expect_within(out_c, out, 0.0, "out");
+      expect_within(lse_c, lse, 0.0, "lse");
+      expect_within(dqkv_c, dqkv, 0.0, "dqkv");
+    }
+  }
+  omp_set_num_threads(saved);
+}
 
 TEST(AttentionDecodeTest, MatchesReferenceAndLastForwardRow) {
   const int T = 45, C = 96, NH = 3;

@@ -15,8 +15,8 @@
 #include <cmath>
 #include <memory>
 
-#include "core/buffer.h"
 #include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/attention_workspace.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/ops.h"
 
@@ -49,16 +49,38 @@ inline const float* key_tile(const float* packed, int j0, const Dims& d) {
   return packed + static_cast<int64_t>(j0 / kBk) * d.HS * kBk;
 }
 
-// Per-thread forward buffers; kt, vp hold K^T and V of the thread's current head.
+// Hands out 64-byte aligned pieces of a thread's workspace block, in order; with a null block it
+// only counts (the floats a thread needs).
+class Carver {
+ public:
+  explicit Carver(float* block) : block_(block) {}
+  float* take(size_t n) {
+    float* p = block_ ? block_ + used_ : nullptr;
+    used_ += (n + 15) / 16 * 16;
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  float* block_;
+  size_t used_ = 0;
+};
+
+// Per-thread forward buffers (in the thread's workspace block; contents left by earlier calls);
+// kt, vp hold K^T and V of the thread's current head.
 struct ForwardScratch {
-  Buffer<float> kt, vp, s, o, m, l;
-  explicit ForwardScratch(const Dims& d)
-      : kt(static_cast<size_t>(d.HS) * d.TP),
-        vp(static_cast<size_t>(d.TP) * d.HSP),
-        s(kBq * kBk),
-        o(static_cast<size_t>(kBq) * d.HSP),
-        m(kBq),
-        l(kBq * 16) {}  // 16 partial sums per row (softmax_row)
+  float *kt, *vp, *s, *o, *m, *l;
+  size_t floats;  // the whole
+  ForwardScratch(const Dims& d, float* block) {
+    Carver c(block);
+    kt = c.take(static_cast<size_t>(d.HS) * d.TP);
+    vp = c.take(static_cast<size_t>(d.TP) * d.HSP);
+    s = c.take(kBq * kBk);
+    o = c.take(static_cast<size_t>(kBq) * d.HSP);
+    m = c.take(kBq);
+    l = c.take(kBq * 16);  // 16 partial sums per row (softmax_row)
+    floats = c.used();
+  }
 };
 
 // One query block [i0, i0+nq) of head (b, h). kt = K^T (pack_transposed), vp (TP, HSP) = V.
@@ -66,10 +88,10 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
                    int h, int i0, const Dims& d, ForwardScratch& w) {
   const int nq = std::min(kBq, d.T - i0);
   const int64_t ld = 3 * static_cast<int64_t>(d.C);
-  float* s = w.s.data();
-  float* o = w.o.data();  // written by the first key block's P V (set), then accumulated
-  std::fill(w.m.begin(), w.m.end(), -INFINITY);
-  std::fill(w.l.begin(), w.l.end(), 0.0f);
+  float* s = w.s;
+  float* o = w.o;  // written by the first key block's P V (set), then accumulated
+  std::fill(w.m, w.m + kBq, -INFINITY);
+  std::fill(w.l, w.l + kBq * 16, 0.0f);
   const int last_key = i0 + nq - 1;
   for (int j0 = 0; j0 <= last_key; j0 += kBk) {
     const int nk = std::min(kBk, last_key + 1 - j0);
@@ -81,7 +103,7 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
       const int t = i0 + r;
       const int nv = std::clamp(t - j0 + 1, 0, nk);  // causal: keys j0..t
       float* row = s + r * kBk;
-      const float corr = softmax_row(row, nv, w.m[r], w.l.data() + 16 * r, b, h, t, j0, d);
+      const float corr = softmax_row(row, nv, w.m[r], w.l + 16 * r, b, h, t, j0, d);
       if (j0 > 0 && corr != 1.0f) {
         float* orow = o + r * d.HSP;
 #pragma omp simd
@@ -96,7 +118,7 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
     float* dst = out + (static_cast<int64_t>(b) * d.T + t) * d.C + h * d.HS;
-    const float l = hsum16(load16(w.l.data() + 16 * r));
+    const float l = hsum16(load16(w.l + 16 * r));
     const float inv = 1.0f / l;
     for (int x = 0; x < d.HS; ++x) dst[x] = o[r * d.HSP + x] * inv;
     lse[(static_cast<int64_t>(b) * d.NH + h) * d.T + t] = w.m[r] + std::log(l);
@@ -105,39 +127,52 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
 
 }  // namespace
 
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
-                       float dropout_p, uint64_t seed) {
+void attention_forward(AttentionWorkspace& ws, float* out, float* lse, const float* qkv, int B,
+                       int T, int C, int NH, float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
+  ws.reserve(omp_get_max_threads(), ForwardScratch(d, nullptr).floats);
   // Head (b, h): row t of Q at q + t*ld, K and V C and 2C further.
   auto head = [&](int b, int h) { return qkv + static_cast<int64_t>(b) * T * ld + h * d.HS; };
-  run_forward_tasks<ForwardScratch>(
-      d,
+  run_forward_tasks(
+      d, [&](int thread) { return ForwardScratch(d, ws.thread_block(thread)); },
       [&](ForwardScratch& w, int b, int h) {
-        pack_transposed(w.kt.data(), head(b, h) + C, ld, d);
-        pack_rows(w.vp.data(), head(b, h) + 2 * C, ld, d);
+        pack_transposed(w.kt, head(b, h) + C, ld, d);
+        pack_rows(w.vp, head(b, h) + 2 * C, ld, d);
       },
       [&](ForwardScratch& w, int b, int h, int i0) {
-        forward_block(out, lse, head(b, h), w.kt.data(), w.vp.data(), b, h, i0, d, w);
+        forward_block(out, lse, head(b, h), w.kt, w.vp, b, h, i0, d, w);
       });
+}
+
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
+                       float dropout_p, uint64_t seed) {
+  AttentionWorkspace ws;
+  attention_forward(ws, out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 
 namespace {
 
+// Per-thread backward buffers (in the thread's workspace block, as ForwardScratch).
 struct BackwardScratch {
-  Buffer<float> qp, dop, kp, kt, vt, s, dp, dkb, dvb, dq, delta;
-  explicit BackwardScratch(const Dims& d, bool own_dq)
-      : qp(static_cast<size_t>(d.TP) * d.HSP),
-        dop(qp.size()),
-        kp(qp.size()),
-        kt(static_cast<size_t>(d.HS) * d.TP),
-        vt(kt.size()),
-        s(kBq * kBk),
-        dp(kBq * kBk),
-        dkb(static_cast<size_t>(kBk) * d.HSP),
-        dvb(dkb.size()),
-        dq(own_dq ? qp.size() : 0),
-        delta(static_cast<size_t>(d.T)) {}
+  float *qp, *dop, *kp, *kt, *vt, *s, *dp, *dkb, *dvb, *dq, *delta;
+  size_t floats;  // the whole
+  BackwardScratch(const Dims& d, bool own_dq, float* block) {
+    Carver c(block);
+    const size_t rows = static_cast<size_t>(d.TP) * d.HSP, cols = static_cast<size_t>(d.HS) * d.TP;
+    qp = c.take(rows);
+    dop = c.take(rows);
+    kp = c.take(rows);
+    kt = c.take(cols);
+    vt = c.take(cols);
+    s = c.take(kBq * kBk);
+    dp = c.take(kBq * kBk);
+    dkb = c.take(static_cast<size_t>(kBk) * d.HSP);
+    dvb = c.take(static_cast<size_t>(kBk) * d.HSP);
+    dq = own_dq ? c.take(rows) : nullptr;
+    delta = c.take(static_cast<size_t>(d.T));
+    floats = c.used();
+  }
 };
 
 // Key group g of G of head (b, h): key blocks g, g+G, g+2G, ... . dK, dV of those keys are added
@@ -156,7 +191,7 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
   const float* lse_h = lse + (static_cast<int64_t>(b) * d.NH + h) * T;
   float* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
   const float* oh = out + static_cast<int64_t>(b) * T * d.C + h * HS;
-  float* delta = w.delta.data();
+  float* delta = w.delta;
   for (int t = 0; t < T; ++t) {
     float acc = 0;
 #pragma omp simd reduction(+ : acc)
@@ -164,34 +199,34 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
     delta[t] = acc;
   }
   if (G > 1) std::fill(dq, dq + static_cast<int64_t>(d.TP) * HSP, 0.0f);
-  pack_rows(w.qp.data(), base, ld, d);
-  pack_rows(w.kp.data(), base + d.C, ld, d);
-  pack_rows(w.dop.data(), dob, d.C, d);
-  pack_transposed(w.kt.data(), base + d.C, ld, d);
-  pack_transposed(w.vt.data(), base + 2 * d.C, ld, d);
+  pack_rows(w.qp, base, ld, d);
+  pack_rows(w.kp, base + d.C, ld, d);
+  pack_rows(w.dop, dob, d.C, d);
+  pack_transposed(w.kt, base + d.C, ld, d);
+  pack_transposed(w.vt, base + 2 * d.C, ld, d);
   for (int j0 = g * kBk; j0 < T; j0 += G * kBk) {
     const int nk = std::min(kBk, T - j0);
     const int first_i0 = j0 / kBq * kBq;
     for (int i0 = first_i0; i0 < T; i0 += kBq) {
       const int nq = std::min(kBq, T - i0);
-      const float* qb = w.qp.data() + static_cast<int64_t>(i0) * HSP;     // (nq, HSP)
-      const float* dobk = w.dop.data() + static_cast<int64_t>(i0) * HSP;  // (nq, HSP)
-      tile_gemm_set(w.s.data(), kBk, qb, HSP, 1, key_tile(w.kt.data(), j0, d), kBk, nq, HS, kBk);
-      tile_gemm_set(w.dp.data(), kBk, dobk, HSP, 1, key_tile(w.vt.data(), j0, d), kBk, nq, HS, kBk);
+      const float* qb = w.qp + static_cast<int64_t>(i0) * HSP;     // (nq, HSP)
+      const float* dobk = w.dop + static_cast<int64_t>(i0) * HSP;  // (nq, HSP)
+      tile_gemm_set(w.s, kBk, qb, HSP, 1, key_tile(w.kt, j0, d), kBk, nq, HS, kBk);
+      tile_gemm_set(w.dp, kBk, dobk, HSP, 1, key_tile(w.vt, j0, d), kBk, nq, HS, kBk);
       for (int r = 0; r < nq; ++r) {
         const int t = i0 + r;
         const int nv = std::clamp(t - j0 + 1, 0, nk);
-        float* srow = w.s.data() + r * kBk;    // scores -> dropped probabilities P*M
-        float* dprow = w.dp.data() + r * kBk;  // dout.v -> dscore * scale
+        float* srow = w.s + r * kBk;    // scores -> dropped probabilities P*M
+        float* dprow = w.dp + r * kBk;  // dout.v -> dscore * scale
         backward_row(srow, dprow, nv, lse_h[t], delta[t], b, h, t, j0, d);
       }
       // dV += (P*M)^T dO;  dK += dS^T Q;  dQ += dS K (each = on its first product).
       const auto dkv_gemm = i0 == first_i0 ? tile_gemm_set : tile_gemm_acc;
-      dkv_gemm(w.dvb.data(), HSP, w.s.data(), 1, kBk, dobk, HSP, nk, nq, HSP);
-      dkv_gemm(w.dkb.data(), HSP, w.dp.data(), 1, kBk, qb, HSP, nk, nq, HSP);
+      dkv_gemm(w.dvb, HSP, w.s, 1, kBk, dobk, HSP, nk, nq, HSP);
+      dkv_gemm(w.dkb, HSP, w.dp, 1, kBk, qb, HSP, nk, nq, HSP);
       (G == 1 && j0 == 0 ? tile_gemm_set : tile_gemm_acc)(
-          dq + static_cast<int64_t>(i0) * HSP, HSP, w.dp.data(), kBk, 1,
-          w.kp.data() + static_cast<int64_t>(j0) * HSP, HSP, nq, nk, HSP);
+          dq + static_cast<int64_t>(i0) * HSP, HSP, w.dp, kBk, 1,
+          w.kp + static_cast<int64_t>(j0) * HSP, HSP, nq, nk, HSP);
     }
     for (int r = 0; r < nk; ++r) {
       float* dk = dbase + static_cast<int64_t>(j0 + r) * ld + d.C;
@@ -214,12 +249,13 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
 
 }  // namespace
 
-void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
-                        const float* qkv, int B, int T, int C, int NH, float dropout_p,
-                        uint64_t seed) {
+void attention_backward(AttentionWorkspace& ws, float* dqkv, const float* dout, const float* out,
+                        const float* lse, const float* qkv, int B, int T, int C, int NH,
+                        float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int BH = B * NH;
   const int G = key_groups(BH, T, omp_get_max_threads());
+  ws.reserve(omp_get_max_threads(), BackwardScratch(d, G == 1, nullptr).floats);
   const int64_t ld = 3 * static_cast<int64_t>(C);
   const int64_t part = static_cast<int64_t>(d.TP) * d.HSP;  // one dQ partial (TP, HSP)
   // With G > 1: (B*NH, G, TP, HSP), zeroed by the task that owns each partial.
@@ -227,12 +263,12 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
                                           : nullptr);
 #pragma omp parallel
   {
-    BackwardScratch w(d, G == 1);
+    BackwardScratch w(d, G == 1, ws.thread_block(omp_get_thread_num()));
     // Task i: head i%BH, key group i/BH (group 0 holds the longest key columns).
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < int64_t{BH} * G; ++i) {
       const int bh = static_cast<int>(i % BH), g = static_cast<int>(i / BH);
-      float* dq = G == 1 ? w.dq.data() : dq_parts.get() + (int64_t{bh} * G + g) * part;
+      float* dq = G == 1 ? w.dq : dq_parts.get() + (int64_t{bh} * G + g) * part;
       backward_task(dqkv, dq, dout, out, lse, qkv, bh / NH, bh % NH, g, G, d, w);
     }
     // dQ with G > 1: sum the head's partials into dqkv, by rows.
@@ -251,6 +287,13 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
       }
     }
   }
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
+                        const float* qkv, int B, int T, int C, int NH, float dropout_p,
+                        uint64_t seed) {
+  AttentionWorkspace ws;
+  attention_backward(ws, dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 
 }  // namespace nanogpt::cpu

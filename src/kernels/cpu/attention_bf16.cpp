@@ -316,8 +316,8 @@ void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int 
   const int64_t ld = 3 * static_cast<int64_t>(C);
   // Head (b, h): row t of Q at q + t*ld, K and V C and 2C further.
   auto head = [&](int b, int h) { return qkv + static_cast<int64_t>(b) * T * ld + h * d.HS; };
-  run_forward_tasks<ForwardScratch>(
-      d,
+  run_forward_tasks(
+      d, [&](int) { return ForwardScratch(d); },
       [&](ForwardScratch& w, int b, int h) {
         pack_pairs_transposed(w.kt.data(), head(b, h) + C, ld, d);
         pack_row_pairs(w.vp.data(), head(b, h) + 2 * C, ld, d);

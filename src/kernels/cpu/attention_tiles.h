@@ -4,6 +4,8 @@
 // dropout; backward: probabilities from lse and dS), all in float32.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -203,13 +205,13 @@ inline float softmax_row(float* row, int nv, float& m, float* lsum, int b, int h
 // The forward's parallel loop. Task i: head i/nqb, query block nqb-1 - i%nqb: the longest rows
 // first, so the short ones fill in at the end; consecutive tasks of a thread mostly share the head,
 // whose K and V it packs once: pack(w, b, h) when the thread starts on a head, then
-// block(w, b, h, i0) for the query block at row i0. Scratch (per thread) is built from the Dims.
-template <class Scratch, class Pack, class Block>
-void run_forward_tasks(const Dims& d, Pack pack, Block block) {
+// block(w, b, h, i0) for the query block at row i0. Each thread's scratch w is make(thread).
+template <class MakeScratch, class Pack, class Block>
+void run_forward_tasks(const Dims& d, MakeScratch make, Pack pack, Block block) {
   const int BH = d.B * d.NH, nqb = (d.T + kBq - 1) / kBq;
 #pragma omp parallel
   {
-    Scratch w(d);
+    auto w = make(omp_get_thread_num());
     int packed = -1;  // the head whose K, V are in w
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < int64_t{BH} * nqb; ++i) {

@@ -1,5 +1,6 @@
 // KernelContext::Impl: the oneDNN engine and stream and the cache of matmul primitives keyed by
-// (N, C, OC, has_bias, kind, input and output dtypes), and the scratch of the low-precision kernels.
+// (N, C, OC, has_bias, kind, input and output dtypes), the scratch of the low-precision kernels and
+// the float32 attention's workspace.
 // Internal to kernels/cpu.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/cpu/attention_workspace.h"
 #include "kernels/context.h"
 #include "kernels/dtype.h"
 
@@ -82,6 +84,8 @@ struct KernelContext::Impl {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<void, FreeAligned> packed_weights;
+  // The float32 flash attention's per-thread scratch, reused by every call.
+  cpu::AttentionWorkspace attention;
   size_t packed_weights_bytes = 0;
   void* packed_weights_scratch(size_t bytes) {
     if (packed_weights_bytes < bytes) {

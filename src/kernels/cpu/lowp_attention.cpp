@@ -5,11 +5,13 @@
 //  - otherwise (float16, mixed dtypes, other shapes) the 16-bit qkv (and in backward out, dout)
 //    are widened into the context's scratch and the float32 flash attention runs on the group;
 //    outputs are narrowed (forward) or added (backward) back. Scratch is a group's worth.
+// The float32 kernel keeps its per-thread scratch in the context's AttentionWorkspace.
 #include <algorithm>
 #include <cstring>
 
 #include "core/rng.h"
 #include "kernels/cpu/attention_bf16.h"
+#include "kernels/cpu/attention_workspace.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/ops_lowp.h"
@@ -22,10 +24,11 @@ namespace cpu {
 
 void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
                        int T, int C, int NH, float dropout_p, uint64_t seed) {
-  if (out.f32() && qkv.f32()) {
-    return attention_forward(out.f32(), lse, qkv.f32(), B, T, C, NH, dropout_p, seed);
-  }
   auto& impl = ctx.impl();
+  if (out.f32() && qkv.f32()) {
+    return attention_forward(impl.attention, out.f32(), lse, qkv.f32(), B, T, C, NH, dropout_p,
+                             seed);
+  }
   const int G = attention_batch_group(B, NH);
   for (int b0 = 0; b0 < B; b0 += G) {
     const int g = std::min(G, B - b0);
@@ -41,8 +44,8 @@ void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedP
     float* q = impl.scratch_f32(1, static_cast<size_t>(rows * 3 * C));  // (g, T, 3C)
     float* o = impl.scratch_f32(2, static_cast<size_t>(rows * C));      // (g, T, C)
     convert(q, qkv.at(r0 * 3 * C), rows * 3 * C);
-    attention_forward(o, lse + static_cast<int64_t>(b0) * NH * T, q, g, T, C, NH, dropout_p,
-                      splitmix64(seed + static_cast<uint64_t>(b0)));
+    attention_forward(impl.attention, o, lse + static_cast<int64_t>(b0) * NH * T, q, g, T, C, NH,
+                      dropout_p, splitmix64(seed + static_cast<uint64_t>(b0)));
     convert(out.at(r0 * C), o, rows * C);
   }
 }
@@ -50,11 +53,11 @@ void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedP
 void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
                         const float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
                         float dropout_p, uint64_t seed) {
-  if (dqkv.f32() && dout.f32() && out.f32() && qkv.f32()) {
-    return attention_backward(dqkv.f32(), dout.f32(), out.f32(), lse, qkv.f32(), B, T, C, NH,
-                              dropout_p, seed);
-  }
   auto& impl = ctx.impl();
+  if (dqkv.f32() && dout.f32() && out.f32() && qkv.f32()) {
+    return attention_backward(impl.attention, dqkv.f32(), dout.f32(), out.f32(), lse, qkv.f32(), B,
+                              T, C, NH, dropout_p, seed);
+  }
   const int G = attention_batch_group(B, NH);
   for (int b0 = 0; b0 < B; b0 += G) {
     const int g = std::min(G, B - b0);
@@ -77,8 +80,8 @@ void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, C
     convert(o, out.at(r0 * C), rows * C);
     convert(d, dout.at(r0 * C), rows * C);
     std::memset(dq, 0, sizeof(float) * static_cast<size_t>(rows * 3 * C));
-    attention_backward(dq, d, o, lse + static_cast<int64_t>(b0) * NH * T, q, g, T, C, NH,
-                       dropout_p, splitmix64(seed + static_cast<uint64_t>(b0)));
+    attention_backward(impl.attention, dq, d, o, lse + static_cast<int64_t>(b0) * NH * T, q, g, T,
+                       C, NH, dropout_p, splitmix64(seed + static_cast<uint64_t>(b0)));
     convert_add(dqkv.at(r0 * 3 * C), dq, rows * 3 * C);
   }
 }
