@@ -216,14 +216,30 @@ double attention_flops(int B, int T, int C, bool backward) {
   return pairs * C * 2 * (backward ? 5 : 2);
 }
 
+// The float32 attention as the model calls it: through a KernelContext, which keeps the kernel's
+// per-thread scratch between calls (cpu::AttentionWorkspace).
+void attention_forward_ctx(KernelContext& ctx, std::vector<float>& out, std::vector<float>& lse,
+                           const std::vector<float>& qkv, int B, int T, int C, int NH, float p) {
+  cpu::attention_forward(ctx, TypedPtr(out.data()), lse.data(), ConstTypedPtr(qkv.data()), B, T, C,
+                         NH, p, 5);
+}
+void attention_backward_ctx(KernelContext& ctx, std::vector<float>& dqkv,
+                            const std::vector<float>& dout, const std::vector<float>& out,
+                            const std::vector<float>& lse, const std::vector<float>& qkv, int B,
+                            int T, int C, int NH, float p) {
+  cpu::attention_backward(ctx, TypedPtr(dqkv.data()), ConstTypedPtr(dout.data()),
+                          ConstTypedPtr(out.data()), lse.data(), ConstTypedPtr(qkv.data()), B, T, C,
+                          NH, p, 5);
+}
+
 // Times the float32 kernel's forward + backward on random inputs of one shape.
 void time_attention(benchmark::State& state, int B, int T, int C, int NH, float p) {
   auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
   std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
+  KernelContext ctx;
   for (auto _ : state) {
-    cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
-    cpu::attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T, C,
-                            NH, p, 5);
+    attention_forward_ctx(ctx, out, lse, qkv, B, T, C, NH, p);
+    attention_backward_ctx(ctx, dqkv, dout, out, lse, qkv, B, T, C, NH, p);
     benchmark::DoNotOptimize(dqkv.data());
   }
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
@@ -296,20 +312,19 @@ void BM_AttentionBf16(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionBf16)->ArgsProduct({{0, 1}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd).
+// W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd),
+// through a KernelContext as the model calls it.
 // FLOPs as above (FlashAttention's convention for causal attention: backward = 2.5 x forward).
 void BM_AttentionW4(benchmark::State& state) {
   const int B = 1, T = static_cast<int>(state.range(0)), part = static_cast<int>(state.range(1));
   const int C = 768, NH = 12;
   auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
   std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
-  cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, 0.0f, 5);
+  KernelContext ctx;
+  attention_forward_ctx(ctx, out, lse, qkv, B, T, C, NH, 0.0f);
   for (auto _ : state) {
-    if (part != 2) cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, 0.0f, 5);
-    if (part != 1) {
-      cpu::attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T,
-                              C, NH, 0.0f, 5);
-    }
+    if (part != 2) attention_forward_ctx(ctx, out, lse, qkv, B, T, C, NH, 0.0f);
+    if (part != 1) attention_backward_ctx(ctx, dqkv, dout, out, lse, qkv, B, T, C, NH, 0.0f);
     benchmark::DoNotOptimize(dqkv.data());
     benchmark::DoNotOptimize(out.data());
   }
