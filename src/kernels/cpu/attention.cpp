@@ -211,8 +211,13 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
       const int nq = std::min(kBq, T - i0);
       const float* qb = w.qp + static_cast<int64_t>(i0) * HSP;     // (nq, HSP)
       const float* dobk = w.dop + static_cast<int64_t>(i0) * HSP;  // (nq, HSP)
-      tile_gemm_set(w.s, kBk, qb, HSP, 1, key_tile(w.kt, j0, d), kBk, nq, HS, kBk);
-      tile_gemm_set(w.dp, kBk, dobk, HSP, 1, key_tile(w.vt, j0, d), kBk, nq, HS, kBk);
+      // Keys of the block some row of this query block sees: the first nkv (fewer than nk only on
+      // the diagonal, where kBq < kBk leaves the block's last keys after every query row). Columns
+      // past nkv are neither computed nor multiplied (backward_row zeroes them in s and dp).
+      const int nkv = std::min(nk, i0 + nq - j0);
+      const int wkv = (nkv + 15) / 16 * 16;
+      tile_gemm_set(w.s, kBk, qb, HSP, 1, key_tile(w.kt, j0, d), kBk, nq, HS, wkv);
+      tile_gemm_set(w.dp, kBk, dobk, HSP, 1, key_tile(w.vt, j0, d), kBk, nq, HS, wkv);
       for (int r = 0; r < nq; ++r) {
         const int t = i0 + r;
         const int nv = std::clamp(t - j0 + 1, 0, nk);
@@ -221,12 +226,19 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
         backward_row(srow, dprow, nv, lse_h[t], delta[t], b, h, t, j0, d);
       }
       // dV += (P*M)^T dO;  dK += dS^T Q;  dQ += dS K (each = on its first product).
+      // Rows nkv.. of dV, dK get nothing from this query block: zero when it is the first.
       const auto dkv_gemm = i0 == first_i0 ? tile_gemm_set : tile_gemm_acc;
-      dkv_gemm(w.dvb, HSP, w.s, 1, kBk, dobk, HSP, nk, nq, HSP);
-      dkv_gemm(w.dkb, HSP, w.dp, 1, kBk, qb, HSP, nk, nq, HSP);
+      dkv_gemm(w.dvb, HSP, w.s, 1, kBk, dobk, HSP, nkv, nq, HSP);
+      dkv_gemm(w.dkb, HSP, w.dp, 1, kBk, qb, HSP, nkv, nq, HSP);
+      if (i0 == first_i0 && nkv < nk) {
+        std::fill(w.dvb + static_cast<int64_t>(nkv) * HSP, w.dvb + static_cast<int64_t>(nk) * HSP,
+                  0.0f);
+        std::fill(w.dkb + static_cast<int64_t>(nkv) * HSP, w.dkb + static_cast<int64_t>(nk) * HSP,
+                  0.0f);
+      }
       (G == 1 && j0 == 0 ? tile_gemm_set : tile_gemm_acc)(
           dq + static_cast<int64_t>(i0) * HSP, HSP, w.dp, kBk, 1,
-          w.kp + static_cast<int64_t>(j0) * HSP, HSP, nq, nk, HSP);
+          w.kp + static_cast<int64_t>(j0) * HSP, HSP, nq, nkv, HSP);
     }
     for (int r = 0; r < nk; ++r) {
       float* dk = dbase + static_cast<int64_t>(j0 + r) * ld + d.C;
