@@ -20,7 +20,11 @@ ROOT=$PWD
 NANOGPT=${NANOGPT:-$ROOT/build/nanogpt}
 prepare_tinyshakespeare "$NANOGPT" "$WORK" char
 prepare_tinyshakespeare "$NANOGPT" "$WORK" gpt2
-export OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=SkylakeX
+# Each program under its own recommended OpenMP setting: the peer with OMP_WAIT_POLICY=PASSIVE (any
+# spinning makes it 2-6x slower here: its OpenMP threads spin on the cores its OpenBLAS threads
+# need), ours with libgomp's default (idle threads spin briefly before sleeping), what a user gets
+# who sets nothing (bench/run_w1_wait_policy.sh measures both programs under both settings).
+export OMP_NUM_THREADS=2 OPENBLAS_CORETYPE=SkylakeX
 
 steps_of() {  # W1's steps take milliseconds: time 20x as many of them
   if [ "$1" = W1 ]; then echo $((STEPS * 20)); else echo "$STEPS"; fi
@@ -41,7 +45,7 @@ ours() {  # ours <label> <dtype> <train args...>
 
 peer() {  # peer <label> <dtype> <train_ref args...>
   local label=$1 dtype=$2; shift 2
-  /usr/bin/python3 bench/torch/train_ref.py "$@" --dtype="$dtype" --max_iters="$(steps_of "$label")" \
+  OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/torch/train_ref.py "$@" --dtype="$dtype" --max_iters="$(steps_of "$label")" \
     --warmup_iters=1 --lr_decay_iters=100 |
     /usr/bin/python3 -c "import json,sys; r=json.load(sys.stdin); print('$label $dtype peer median_ms=%.1f peak_rss=%.2f GiB' % (r['median_ms'], r['peak_rss_bytes']/2**30))"
 }
