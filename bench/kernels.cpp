@@ -264,11 +264,14 @@ void BM_AttentionW2(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionW2)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Random bf16 attention tensors of one shape and the native kernel's forward + backward on them.
+// Random bf16 attention tensors of one shape and the native kernel's forward + backward on them,
+// with its scratch in the context's workspace (kept between calls, as the model's calls through
+// the 16-bit op keep it).
 struct Bf16Attention {
   int B, T, C, NH;
   std::vector<uint16_t> qkv, dout, out, dqkv;
   std::vector<float> lse;
+  KernelContext ctx;
   Bf16Attention(int b, int t, int c, int nh)
       : B(b), T(t), C(c), NH(nh), qkv(size_t(b) * t * 3 * c), dout(size_t(b) * t * c),
         out(dout.size()), dqkv(qkv.size()) {
@@ -278,9 +281,10 @@ struct Bf16Attention {
     lse.resize(size_t(B) * NH * T);
   }
   void native_forward_backward(float p) {
-    cpu::attention_forward_bf16(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
-    cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(), B,
-                                 T, C, NH, p, 5);
+    auto& ws = ctx.impl().attention;
+    cpu::attention_forward_bf16(ws, out.data(), lse.data(), qkv.data(), B, T, C, NH, p, 5);
+    cpu::attention_backward_bf16(ws, dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(),
+                                 B, T, C, NH, p, 5);
   }
 };
 
@@ -294,7 +298,7 @@ void BM_AttentionBf16(benchmark::State& state) {
   const int B = w2 ? 64 : 4, T = w2 ? 256 : 1024, C = w2 ? 384 : 768, NH = w2 ? 6 : 12;
   const float p = w2 && state.range(1) != 3 ? 0.2f : 0.0f;
   Bf16Attention a(B, T, C, NH);
-  KernelContext ctx;
+  KernelContext& ctx = a.ctx;
   for (auto _ : state) {
     if (native) {
       a.native_forward_backward(p);

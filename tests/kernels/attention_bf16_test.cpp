@@ -1,7 +1,8 @@
 // The native bf16 flash attention (kernels/cpu/attention_bf16) against the float32 reference on
 // the same bf16 inputs, forward and accumulating backward, with and without dropout, on odd T and
-// HS 16/32/64; its results are the same at every thread count; and the dispatch of the 16-bit
-// attention op takes it for all-bf16 tensors.
+// HS 16/32/64; its results are the same at every thread count, and with its per-thread scratch
+// reused between calls (leftovers of other shapes, NaN-poisoned) as with fresh scratch; and the
+// dispatch of the 16-bit attention op takes it for all-bf16 tensors.
 //
 // Error model (u = 2^-8, bf16's unit roundoff). The kernel rounds exactly two kinds of values to
 // bf16 before a product: the probabilities P (for O = P V and dV = P^T dO) and dS (for dK, dQ);
@@ -19,6 +20,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "core/float16.h"
@@ -169,6 +171,80 @@ TEST(AttentionBf16, SameBitsAtEveryThreadCount) {
     } else {
       EXPECT_EQ(out16, out1) << threads << " threads";
       EXPECT_EQ(dqkv16, dqkv1) << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+// Scratch kept between calls (AttentionWorkspace, never zeroed again) gives the same bits as the
+// context-free calls' fresh, zero-filled scratch: calls of different shapes in turn (the largest
+// first, so the smaller ones find its leftovers; then with more threads), each repeated with the
+// workspace NaN-poisoned; and through the 16-bit op, a long-lived KernelContext (whose workspace
+// the native kernel uses) gives the bits of a fresh context per call.
+TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
+  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "built without AVX512_BF16";
+  struct Shape {
+    int B, T, C, NH;
+    float p;
+  };
+  // B * NH = 12 heads: one backward task per head (the native path) at up to 3 threads.
+  const Shape shapes[] = {{1, 200, 768, 12, 0.0f},  // HS 64, several key blocks
+                          {4, 37, 192, 3, 0.2f},    // odd T, dropout
+                          {6, 71, 96, 2, 0.0f},     // HS 48
+                          {12, 130, 32, 1, 0.1f},   // HS 32, odd tail block
+                          {6, 21, 64, 2, 0.0f}};    // one odd block: reads past nq at once
+  cpu::AttentionWorkspace ws;
+  KernelContext ctx;
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(::testing::Message() << "threads " << threads << " T " << s.T << " C " << s.C);
+      ASSERT_TRUE(cpu::attention_bf16_native(s.B, s.T, s.C, s.NH));
+      const auto qkv = to_bf16(random_normal(size_t(s.B) * s.T * 3 * s.C, 41));
+      const auto dout = to_bf16(random_normal(size_t(s.B) * s.T * s.C, 42));
+      const auto dqkv0 = to_bf16(random_normal(qkv.size(), 43));
+      const size_t nlse = size_t(s.B) * s.NH * s.T;
+      // Context-free (fresh scratch) first: the reference bits.
+      std::vector<uint16_t> out(dout.size()), dqkv = dqkv0;
+      std::vector<float> lse(nlse);
+      cpu::attention_forward_bf16(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, s.p, 9);
+      cpu::attention_backward_bf16(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(),
+                                   s.B, s.T, s.C, s.NH, s.p, 9);
+      for (bool poison : {false, true}) {
+        SCOPED_TRACE(poison ? "NaN-poisoned scratch" : "leftover scratch");
+        if (poison) ws.fill(std::numeric_limits<float>::quiet_NaN());
+        std::vector<uint16_t> out_w(out.size()), dqkv_w = dqkv0;
+        std::vector<float> lse_w(nlse);
+        cpu::attention_forward_bf16(ws, out_w.data(), lse_w.data(), qkv.data(), s.B, s.T, s.C,
+                                    s.NH, s.p, 9);
+        if (poison) ws.fill(std::numeric_limits<float>::quiet_NaN());
+        cpu::attention_backward_bf16(ws, dqkv_w.data(), dout.data(), out.data(), lse.data(),
+                                     qkv.data(), s.B, s.T, s.C, s.NH, s.p, 9);
+        EXPECT_EQ(out_w, out);
+        EXPECT_EQ(lse_w, lse);
+        EXPECT_EQ(dqkv_w, dqkv);
+      }
+      // The op (batch groups with seeds of their own): long-lived context vs a fresh one.
+      auto op = [&](KernelContext& c, std::vector<uint16_t>& o, std::vector<float>& l,
+                    std::vector<uint16_t>& dq) {
+        cpu::attention_forward(c, TypedPtr(o.data(), DType::kBF16), l.data(),
+                               ConstTypedPtr(qkv.data(), DType::kBF16), s.B, s.T, s.C, s.NH, s.p,
+                               9);
+        cpu::attention_backward(c, TypedPtr(dq.data(), DType::kBF16),
+                                ConstTypedPtr(dout.data(), DType::kBF16),
+                                ConstTypedPtr(o.data(), DType::kBF16), l.data(),
+                                ConstTypedPtr(qkv.data(), DType::kBF16), s.B, s.T, s.C, s.NH, s.p,
+                                9);
+      };
+      std::vector<uint16_t> out_f(out.size()), dqkv_f = dqkv0, out_c(out.size()), dqkv_c = dqkv0;
+      std::vector<float> lse_f(nlse), lse_c(nlse);
+      KernelContext fresh;
+      op(fresh, out_f, lse_f, dqkv_f);
+      op(ctx, out_c, lse_c, dqkv_c);
+      EXPECT_EQ(out_c, out_f);
+      EXPECT_EQ(lse_c, lse_f);
+      EXPECT_EQ(dqkv_c, dqkv_f);
     }
   }
   omp_set_num_threads(saved);

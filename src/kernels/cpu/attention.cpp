@@ -49,23 +49,6 @@ inline const float* key_tile(const float* packed, int j0, const Dims& d) {
   return packed + static_cast<int64_t>(j0 / kBk) * d.HS * kBk;
 }
 
-// Hands out 64-byte aligned pieces of a thread's workspace block, in order; with a null block it
-// only counts (the floats a thread needs).
-class Carver {
- public:
-  explicit Carver(float* block) : block_(block) {}
-  float* take(size_t n) {
-    float* p = block_ ? block_ + used_ : nullptr;
-    used_ += (n + 15) / 16 * 16;
-    return p;
-  }
-  size_t used() const { return used_; }
-
- private:
-  float* block_;
-  size_t used_ = 0;
-};
-
 // Per-thread forward buffers (in the thread's workspace block; contents left by earlier calls);
 // kt, vp hold K^T and V of the thread's current head.
 struct ForwardScratch {

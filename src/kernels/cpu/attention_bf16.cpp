@@ -20,8 +20,8 @@
 
 #include <algorithm>
 
-#include "core/buffer.h"
 #include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/attention_workspace.h"
 #include "kernels/cpu/tile_gemm.h"
 
 // GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized (their _mm512_undefined operands) when
@@ -162,52 +162,58 @@ inline void round_row_pair(Pair* dst, const float* row0, const float* row1) {
   }
 }
 
+// Per-thread forward buffers, cut from the thread's workspace block (contents left by earlier
+// calls; the pair buffers in float-sized storage).
 struct ForwardScratch {
-  Buffer<uint32_t> kt, vp, pb;
-  Buffer<float> s, o, m, l;
-  explicit ForwardScratch(const Dims& d)
-      : kt(static_cast<size_t>(d.HS / 2) * d.TP),
-        vp(static_cast<size_t>(d.TP / 2) * d.HS),
-        pb(kBq * kBk / 2),
-        s(kBq * kBk),
-        o(static_cast<size_t>(kBq) * d.HS),
-        m(kBq),
-        l(kBq * 16) {}  // 16 partial sums per row (softmax_row)
+  Pair *kt, *vp, *pb;
+  float *s, *o, *m, *l;
+  size_t floats;  // the whole
+  ForwardScratch(const Dims& d, float* block) {
+    Carver c(block);
+    kt = reinterpret_cast<Pair*>(c.take(static_cast<size_t>(d.HS / 2) * d.TP));
+    vp = reinterpret_cast<Pair*>(c.take(static_cast<size_t>(d.TP / 2) * d.HS));
+    pb = reinterpret_cast<Pair*>(c.take(kBq * kBk / 2));
+    s = c.take(kBq * kBk);
+    o = c.take(static_cast<size_t>(kBq) * d.HS);
+    m = c.take(kBq);
+    l = c.take(kBq * 16);  // 16 partial sums per row (softmax_row)
+    floats = c.used();
+  }
 };
 
 void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, int i0,
                    const Dims& d, ForwardScratch& w) {
   const int nq = std::min(kBq, d.T - i0);
   const int64_t ld = 3 * static_cast<int64_t>(d.C);
-  float* s = w.s.data();
-  float* o = w.o.data();  // (nq, HS): set by the first key block's P V, then accumulated
-  std::fill(w.m.begin(), w.m.end(), -INFINITY);
-  std::fill(w.l.begin(), w.l.end(), 0.0f);
+  float* s = w.s;
+  float* o = w.o;  // (nq, HS): set by the first key block's P V, then accumulated
+  std::fill(w.m, w.m + kBq, -INFINITY);
+  std::fill(w.l, w.l + kBq * 16, 0.0f);
   const Pair* qp = reinterpret_cast<const Pair*>(q + i0 * ld);
   const int last_key = i0 + nq - 1;
   for (int j0 = 0; j0 <= last_key; j0 += kBk) {
     const int nk = std::min(kBk, last_key + 1 - j0);
-    gemm(false, s, kBk, qp, ld / 2, 1, w.kt.data() + static_cast<int64_t>(j0) * (d.HS / 2), kBk,
+    gemm(false, s, kBk, qp, ld / 2, 1, w.kt + static_cast<int64_t>(j0) * (d.HS / 2), kBk,
          nq, d.HS / 2, (nk + 15) / 16 * 16);
     for (int r = 0; r < nq; ++r) {
       const int t = i0 + r;
       float* row = s + r * kBk;
-      const float corr = softmax_row(row, std::clamp(t - j0 + 1, 0, nk), w.m[r], w.l.data() + 16 * r, b, h, t,
+      const float corr = softmax_row(row, std::clamp(t - j0 + 1, 0, nk), w.m[r], w.l + 16 * r, b, h, t,
                                      j0, d);
       if (j0 > 0 && corr != 1.0f) {
         float* orow = o + r * d.HS;
 #pragma omp simd
         for (int x = 0; x < d.HS; ++x) orow[x] *= corr;
       }
-      round_row(w.pb.data() + r * (kBk / 2), row);
+      round_row(w.pb + r * (kBk / 2), row);
     }
-    gemm(j0 > 0, o, d.HS, w.pb.data(), kBk / 2, 1,
-         w.vp.data() + static_cast<int64_t>(j0 / 2) * d.HS, d.HS, nq, (nk + 1) / 2, d.HS);
+    gemm(j0 > 0, o, d.HS, w.pb, kBk / 2, 1,
+         w.vp + static_cast<int64_t>(j0 / 2) * d.HS, d.HS, nq, (nk + 1) / 2, d.HS);
   }
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
     uint16_t* dst = out + (static_cast<int64_t>(b) * d.T + t) * d.C + h * d.HS;
-    const float l = hsum16(load16(w.l.data() + 16 * r));
+    const float l = hsum16(load16(w.l + 16 * r));
     const float inv = 1.0f / l;
     float* orow = o + r * d.HS;
 #pragma omp simd
@@ -217,24 +223,31 @@ void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, i
   }
 }
 
+// Per-thread backward buffers (in the thread's workspace block, as ForwardScratch).
 struct BackwardScratch {
-  Buffer<uint32_t> kt, vt, kp, qp, dop, pq, dsq, dsr;
-  Buffer<float> s, dp, dkb, dvb, dq, delta;
-  explicit BackwardScratch(const Dims& d)
-      : kt(static_cast<size_t>(d.HS / 2) * d.TP),
-        vt(kt.size()),
-        kp(kt.size()),
-        qp(kt.size()),
-        dop(kt.size()),
-        pq(kBq / 2 * kBk),
-        dsq(pq.size()),
-        dsr(pq.size()),
-        s(kBq * kBk),
-        dp(s.size()),
-        dkb(static_cast<size_t>(kBk) * d.HS),
-        dvb(dkb.size()),
-        dq(static_cast<size_t>(d.TP) * d.HS),
-        delta(static_cast<size_t>(d.T)) {}
+  Pair *kt, *vt, *kp, *qp, *dop, *pq, *dsq, *dsr;
+  float *s, *dp, *dkb, *dvb, *dq, *delta;
+  size_t floats;  // the whole
+  BackwardScratch(const Dims& d, float* block) {
+    Carver c(block);
+    const size_t head_pairs = static_cast<size_t>(d.HS / 2) * d.TP, tile_pairs = kBq / 2 * kBk;
+    auto pairs = [&](size_t n) { return reinterpret_cast<Pair*>(c.take(n)); };
+    kt = pairs(head_pairs);
+    vt = pairs(head_pairs);
+    kp = pairs(head_pairs);
+    qp = pairs(head_pairs);
+    dop = pairs(head_pairs);
+    pq = pairs(tile_pairs);
+    dsq = pairs(tile_pairs);
+    dsr = pairs(tile_pairs);
+    s = c.take(kBq * kBk);
+    dp = c.take(kBq * kBk);
+    dkb = c.take(static_cast<size_t>(kBk) * d.HS);
+    dvb = c.take(static_cast<size_t>(kBk) * d.HS);
+    dq = c.take(static_cast<size_t>(d.TP) * d.HS);
+    delta = c.take(static_cast<size_t>(d.T));
+    floats = c.used();
+  }
 };
 
 // Head (b, h), every key block.
@@ -248,56 +261,56 @@ void backward_head(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out, co
   uint16_t* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
   // D_t = dout_t . out_t of the head (in the thread's scratch: no per-call allocation).
   const uint16_t* oh = out + static_cast<int64_t>(b) * T * d.C + h * HS;
-  float* delta = w.delta.data();
+  float* delta = w.delta;
   for (int t = 0; t < T; ++t) delta[t] = dot_bf16(dob + t * d.C, oh + t * d.C, HS);
-  pack_pairs_transposed(w.kt.data(), base + d.C, ld, d);
-  pack_pairs_transposed(w.vt.data(), base + 2 * d.C, ld, d);
-  pack_row_pairs(w.kp.data(), base + d.C, ld, d);
-  pack_row_pairs(w.qp.data(), base, ld, d);
-  pack_row_pairs(w.dop.data(), dob, d.C, d);
+  pack_pairs_transposed(w.kt, base + d.C, ld, d);
+  pack_pairs_transposed(w.vt, base + 2 * d.C, ld, d);
+  pack_row_pairs(w.kp, base + d.C, ld, d);
+  pack_row_pairs(w.qp, base, ld, d);
+  pack_row_pairs(w.dop, dob, d.C, d);
   for (int j0 = 0; j0 < T; j0 += kBk) {
     const int nk = std::min(kBk, T - j0);
     for (int i0 = j0; i0 < T; i0 += kBq) {  // j0 is a multiple of kBq: the first block is j0
       const int nq = std::min(kBq, T - i0);
       // S (nq, kBk) = Q K^T and dP = dO V^T, Q and dO rows read as pairs where they lie.
-      gemm(false, w.s.data(), kBk, reinterpret_cast<const Pair*>(base + i0 * ld), ld / 2, 1,
-           w.kt.data() + static_cast<int64_t>(j0) * H2, kBk, nq, H2, kBk);
-      gemm(false, w.dp.data(), kBk, reinterpret_cast<const Pair*>(dob + i0 * d.C), d.C / 2, 1,
-           w.vt.data() + static_cast<int64_t>(j0) * H2, kBk, nq, H2, kBk);
+      gemm(false, w.s, kBk, reinterpret_cast<const Pair*>(base + i0 * ld), ld / 2, 1,
+           w.kt + static_cast<int64_t>(j0) * H2, kBk, nq, H2, kBk);
+      gemm(false, w.dp, kBk, reinterpret_cast<const Pair*>(dob + i0 * d.C), d.C / 2, 1,
+           w.vt + static_cast<int64_t>(j0) * H2, kBk, nq, H2, kBk);
       for (int r = 0; r < nq; ++r) {
         const int t = i0 + r;
-        backward_row(w.s.data() + r * kBk, w.dp.data() + r * kBk, std::clamp(t - j0 + 1, 0, nk),
+        backward_row(w.s + r * kBk, w.dp + r * kBk, std::clamp(t - j0 + 1, 0, nk),
                      lse_h[t], delta[t], b, h, t, j0, d);
       }
       if (nq % 2) {  // the pair rows read one row past nq
-        std::fill(w.s.begin() + nq * kBk, w.s.begin() + (nq + 1) * kBk, 0.0f);
-        std::fill(w.dp.begin() + nq * kBk, w.dp.begin() + (nq + 1) * kBk, 0.0f);
+        std::fill(w.s + nq * kBk, w.s + (nq + 1) * kBk, 0.0f);
+        std::fill(w.dp + nq * kBk, w.dp + (nq + 1) * kBk, 0.0f);
       }
       const int nq2 = (nq + 1) / 2;
       for (int q2 = 0; q2 < nq2; ++q2) {
-        round_row_pair(w.pq.data() + q2 * kBk, w.s.data() + 2 * q2 * kBk,
-                       w.s.data() + (2 * q2 + 1) * kBk);
-        round_row_pair(w.dsq.data() + q2 * kBk, w.dp.data() + 2 * q2 * kBk,
-                       w.dp.data() + (2 * q2 + 1) * kBk);
+        round_row_pair(w.pq + q2 * kBk, w.s + 2 * q2 * kBk,
+                       w.s + (2 * q2 + 1) * kBk);
+        round_row_pair(w.dsq + q2 * kBk, w.dp + 2 * q2 * kBk,
+                       w.dp + (2 * q2 + 1) * kBk);
       }
-      for (int r = 0; r < nq; ++r) round_row(w.dsr.data() + r * (kBk / 2), w.dp.data() + r * kBk);
+      for (int r = 0; r < nq; ++r) round_row(w.dsr + r * (kBk / 2), w.dp + r * kBk);
       // dV (nk, HS) += P^T dO;  dK += dS^T Q (P^T, dS^T: the pair rows read by columns);
       // dQ (nq, HS) += dS K. Each = on its first product.
       const bool first = i0 == j0;
       const int64_t q_pairs = static_cast<int64_t>(i0 / 2) * HS;
-      gemm(!first, w.dvb.data(), HS, w.pq.data(), 1, kBk, w.dop.data() + q_pairs, HS, nk, nq2, HS);
-      gemm(!first, w.dkb.data(), HS, w.dsq.data(), 1, kBk, w.qp.data() + q_pairs, HS, nk, nq2, HS);
-      gemm(j0 > 0, w.dq.data() + static_cast<int64_t>(i0) * HS, HS, w.dsr.data(), kBk / 2, 1,
-           w.kp.data() + static_cast<int64_t>(j0 / 2) * HS, HS, nq, (nk + 1) / 2, HS);
+      gemm(!first, w.dvb, HS, w.pq, 1, kBk, w.dop + q_pairs, HS, nk, nq2, HS);
+      gemm(!first, w.dkb, HS, w.dsq, 1, kBk, w.qp + q_pairs, HS, nk, nq2, HS);
+      gemm(j0 > 0, w.dq + static_cast<int64_t>(i0) * HS, HS, w.dsr, kBk / 2, 1,
+           w.kp + static_cast<int64_t>(j0 / 2) * HS, HS, nq, (nk + 1) / 2, HS);
     }
     for (int r = 0; r < nk; ++r) {
       uint16_t* dk = dbase + static_cast<int64_t>(j0 + r) * ld + d.C;
-      add_round_to_bf16(dk, w.dkb.data() + r * HS, HS);
-      add_round_to_bf16(dk + d.C, w.dvb.data() + r * HS, HS);
+      add_round_to_bf16(dk, w.dkb + r * HS, HS);
+      add_round_to_bf16(dk + d.C, w.dvb + r * HS, HS);
     }
   }
   for (int t = 0; t < T; ++t) {
-    add_round_to_bf16(dbase + static_cast<int64_t>(t) * ld, w.dq.data() + static_cast<int64_t>(t) * HS,
+    add_round_to_bf16(dbase + static_cast<int64_t>(t) * ld, w.dq + static_cast<int64_t>(t) * HS,
                       HS);
   }
 }
@@ -310,37 +323,53 @@ bool attention_bf16_native(int B, int T, int C, int NH) {
          key_groups(B * NH, T, omp_get_max_threads()) == 1;
 }
 
-void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int B, int T, int C,
-                            int NH, float dropout_p, uint64_t seed) {
+void attention_forward_bf16(AttentionWorkspace& ws, uint16_t* out, float* lse,
+                            const uint16_t* qkv, int B, int T, int C, int NH, float dropout_p,
+                            uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
+  ws.reserve(omp_get_max_threads(), ForwardScratch(d, nullptr).floats);
   // Head (b, h): row t of Q at q + t*ld, K and V C and 2C further.
   auto head = [&](int b, int h) { return qkv + static_cast<int64_t>(b) * T * ld + h * d.HS; };
   run_forward_tasks(
-      d, [&](int) { return ForwardScratch(d); },
+      d, [&](int thread) { return ForwardScratch(d, ws.thread_block(thread)); },
       [&](ForwardScratch& w, int b, int h) {
-        pack_pairs_transposed(w.kt.data(), head(b, h) + C, ld, d);
-        pack_row_pairs(w.vp.data(), head(b, h) + 2 * C, ld, d);
+        pack_pairs_transposed(w.kt, head(b, h) + C, ld, d);
+        pack_row_pairs(w.vp, head(b, h) + 2 * C, ld, d);
       },
       [&](ForwardScratch& w, int b, int h, int i0) {
         forward_block(out, lse, head(b, h), b, h, i0, d, w);
       });
 }
 
-void attention_backward_bf16(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out,
-                             const float* lse, const uint16_t* qkv, int B, int T, int C, int NH,
-                             float dropout_p, uint64_t seed) {
+void attention_backward_bf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_t* dout,
+                             const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
+                             int T, int C, int NH, float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int BH = B * NH;
+  ws.reserve(omp_get_max_threads(), BackwardScratch(d, nullptr).floats);
 #pragma omp parallel
   {
-    BackwardScratch w(d);
+    BackwardScratch w(d, ws.thread_block(omp_get_thread_num()));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < BH; ++bh) {
       backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH),
                     static_cast<int>(bh % NH), d, w);
     }
   }
+}
+
+void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int B, int T, int C,
+                            int NH, float dropout_p, uint64_t seed) {
+  AttentionWorkspace ws;
+  attention_forward_bf16(ws, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+}
+
+void attention_backward_bf16(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out,
+                             const float* lse, const uint16_t* qkv, int B, int T, int C, int NH,
+                             float dropout_p, uint64_t seed) {
+  AttentionWorkspace ws;
+  attention_backward_bf16(ws, dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 
 }  // namespace nanogpt::cpu
@@ -353,6 +382,10 @@ void attention_forward_bf16(uint16_t*, float*, const uint16_t*, int, int, int, i
                             uint64_t) {}
 void attention_backward_bf16(uint16_t*, const uint16_t*, const uint16_t*, const float*,
                              const uint16_t*, int, int, int, int, float, uint64_t) {}
+void attention_forward_bf16(AttentionWorkspace&, uint16_t*, float*, const uint16_t*, int, int, int,
+                            int, float, uint64_t) {}
+void attention_backward_bf16(AttentionWorkspace&, uint16_t*, const uint16_t*, const uint16_t*,
+                             const float*, const uint16_t*, int, int, int, int, float, uint64_t) {}
 }  // namespace nanogpt::cpu
 
 #endif

@@ -2,10 +2,14 @@
 // products on AVX512_BF16, softmax statistics and accumulators in float32. Same arguments, lse,
 // dropout masks and accumulate-into-dqkv contract as ops.h's attention_forward/backward; results
 // differ from the float32 kernel on widened inputs by the bf16 rounding of the probabilities and
-// of dS before their products. lowp_attention.cpp takes this path when attention_bf16_native().
+// of dS before their products. lowp_attention.cpp takes this path when attention_bf16_native(),
+// with the per-thread scratch in the KernelContext's AttentionWorkspace (reused between calls);
+// the entry points without a workspace build a fresh one per call.
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/cpu/attention_workspace.h"
 
 namespace nanogpt::cpu {
 
@@ -20,5 +24,13 @@ void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int 
 void attention_backward_bf16(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out,
                              const float* lse, const uint16_t* qkv, int B, int T, int C, int NH,
                              float dropout_p, uint64_t seed);
+// The same with their per-thread scratch in ws (grown to the shape and thread count, contents
+// left by earlier calls, never read before written).
+void attention_forward_bf16(AttentionWorkspace& ws, uint16_t* out, float* lse,
+                            const uint16_t* qkv, int B, int T, int C, int NH, float dropout_p,
+                            uint64_t seed);
+void attention_backward_bf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_t* dout,
+                             const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
+                             int T, int C, int NH, float dropout_p, uint64_t seed);
 
 }  // namespace nanogpt::cpu

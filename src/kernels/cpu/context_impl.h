@@ -1,6 +1,6 @@
 // KernelContext::Impl: the oneDNN engine and stream and the cache of matmul primitives keyed by
 // (N, C, OC, has_bias, kind, input and output dtypes), the scratch of the low-precision kernels and
-// the float32 attention's workspace.
+// the attention kernels' workspace.
 // Internal to kernels/cpu.
 #pragma once
 
@@ -84,7 +84,8 @@ struct KernelContext::Impl {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<void, FreeAligned> packed_weights;
-  // The float32 flash attention's per-thread scratch, reused by every call.
+  // The flash attention kernels' per-thread scratch (float32 and native bf16 alike: a bf16 run
+  // may use both, one after the other), reused by every call.
   cpu::AttentionWorkspace attention;
   size_t packed_weights_bytes = 0;
   void* packed_weights_scratch(size_t bytes) {

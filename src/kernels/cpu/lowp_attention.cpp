@@ -5,7 +5,7 @@
 //  - otherwise (float16, mixed dtypes, other shapes) the 16-bit qkv (and in backward out, dout)
 //    are widened into the context's scratch and the float32 flash attention runs on the group;
 //    outputs are narrowed (forward) or added (backward) back. Scratch is a group's worth.
-// The float32 kernel keeps its per-thread scratch in the context's AttentionWorkspace.
+// Both kernels keep their per-thread scratch in the context's AttentionWorkspace.
 #include <algorithm>
 #include <cstring>
 
@@ -35,7 +35,7 @@ void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedP
     const int64_t rows = static_cast<int64_t>(g) * T, r0 = static_cast<int64_t>(b0) * T;
     if (out.dtype == DType::kBF16 && qkv.dtype == DType::kBF16 &&
         attention_bf16_native(g, T, C, NH)) {
-      attention_forward_bf16(static_cast<uint16_t*>(out.at(r0 * C).data),
+      attention_forward_bf16(impl.attention, static_cast<uint16_t*>(out.at(r0 * C).data),
                              lse + static_cast<int64_t>(b0) * NH * T,
                              static_cast<const uint16_t*>(qkv.at(r0 * 3 * C).data), g, T, C, NH,
                              dropout_p, splitmix64(seed + static_cast<uint64_t>(b0)));
@@ -64,7 +64,7 @@ void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, C
     const int64_t rows = static_cast<int64_t>(g) * T, r0 = static_cast<int64_t>(b0) * T;
     if (dqkv.dtype == DType::kBF16 && dout.dtype == DType::kBF16 && out.dtype == DType::kBF16 &&
         qkv.dtype == DType::kBF16 && attention_bf16_native(g, T, C, NH)) {
-      attention_backward_bf16(static_cast<uint16_t*>(dqkv.at(r0 * 3 * C).data),
+      attention_backward_bf16(impl.attention, static_cast<uint16_t*>(dqkv.at(r0 * 3 * C).data),
                               static_cast<const uint16_t*>(dout.at(r0 * C).data),
                               static_cast<const uint16_t*>(out.at(r0 * C).data),
                               lse + static_cast<int64_t>(b0) * NH * T,
