@@ -33,9 +33,10 @@ class Carver {
   int64_t used_ = 0;
 };
 
-int64_t chunk_rows_for(const ModelConfig& cfg, int64_t N, int64_t chunk_rows_wanted) {
-  return std::min(N, chunk_rows_wanted > 0 ? chunk_rows_wanted
-                                           : classifier_chunk_rows(N, cfg.padded_vocab_size()));
+int64_t chunk_rows_for(const ModelConfig& cfg, int64_t N, int64_t chunk_rows_wanted, DType dtype) {
+  return std::min(N, chunk_rows_wanted > 0
+                         ? chunk_rows_wanted
+                         : classifier_chunk_rows(N, cfg.padded_vocab_size(), dtype));
 }
 
 // The activation arena's layout: the one place its views and their sizes are decided.
@@ -72,8 +73,8 @@ void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t,
   a.lnf_rstd = c.take(N, kArenaClassifier);
   a.chunk_rows = rows;
   a.logits_chunk = c.take(rows * Vp, kArenaClassifier);
-  a.dlogits_chunk = t == DType::kF32 ? TypedPtr(a.logits_chunk)
-                                     : c.take(rows * Vp, t, kArenaClassifier);
+  a.dlogits_chunk =
+      t == DType::kF32 ? TypedPtr(a.logits_chunk) : c.take(rows * Vp, t, kArenaClassifier);
   a.dlnf = c.take(N * C, kArenaClassifier);
   a.losses = c.take(N, kArenaClassifier);
 }
@@ -109,8 +110,8 @@ void ArenaLayout::add(const std::string& kind, int64_t bytes) {
   total_bytes += bytes;
 }
 
-int64_t classifier_chunk_rows(int64_t N, int64_t Vp) {
-  constexpr int64_t kChunkFloats = int64_t{16} << 20;
+int64_t classifier_chunk_rows(int64_t N, int64_t Vp, DType dtype) {
+  const int64_t kChunkFloats = (dtype == DType::kBF16 ? int64_t{64} : int64_t{16}) << 20;
   const int64_t rows = std::max<int64_t>(64, kChunkFloats / std::max<int64_t>(Vp, 1) / 64 * 64);
   return std::min(rows, N);
 }
@@ -120,8 +121,8 @@ ArenaLayout activation_layout(const ModelConfig& cfg, int64_t N, int64_t chunk_r
   ArenaLayout layout;
   Activations views;
   Carver counter(nullptr, &layout);
-  carve_activations(cfg, N, chunk_rows_for(cfg, N, chunk_rows), dtype, checkpoint_blocks, counter,
-                    views);
+  carve_activations(cfg, N, chunk_rows_for(cfg, N, chunk_rows, dtype), dtype, checkpoint_blocks,
+                    counter, views);
   layout.total_bytes = buffer_bytes(counter.used());
   return layout;
 }
@@ -137,7 +138,7 @@ ArenaLayout grad_scratch_layout(const ModelConfig& cfg, int64_t N, DType dtype) 
 
 void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker,
                           int64_t chunk_rows_wanted, DType dtype, bool checkpoint_blocks) {
-  const int64_t rows = chunk_rows_for(cfg, N, chunk_rows_wanted);
+  const int64_t rows = chunk_rows_for(cfg, N, chunk_rows_wanted, dtype);
   if (N <= capacity_ && !layers.empty() && rows <= chunk_rows && dtype == dtype_ &&
       checkpoint_blocks == checkpoint_blocks_) {
     return;

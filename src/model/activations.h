@@ -17,9 +17,10 @@
 
 namespace nanogpt {
 
-// What one block keeps for its backward: 10 C values per row (8 C of them in the activation dtype). The LayerNorm outputs and GELU's
-// output are recomputed in the backward from what is kept (as llm.c does; cheap elementwise work
-// instead of 6 C floats per row per layer), and the projections' outputs are never needed there.
+// What one block keeps for its backward: 10 C values per row (8 C of them in the activation dtype).
+// The LayerNorm outputs and GELU's output are recomputed in the backward from what is kept (as
+// llm.c does; cheap elementwise work instead of 6 C floats per row per layer), and the projections'
+// outputs are never needed there.
 struct LayerActivations {
   float* ln1_mean = nullptr;   // (N)
   float* ln1_rstd = nullptr;   // (N)
@@ -33,8 +34,8 @@ struct LayerActivations {
   float* residual3 = nullptr;  // (N, C)   block output
 };
 
-// Bytes of an arena by kind of content, in carving order (the estimator's breakdown). total_bytes is
-// the arena's allocation (kinds summed, rounded up like Buffer).
+// Bytes of an arena by kind of content, in carving order (the estimator's breakdown). total_bytes
+// is the arena's allocation (kinds summed, rounded up like Buffer).
 struct ArenaLayout {
   std::vector<std::pair<std::string, int64_t>> by_kind;
   int64_t total_bytes = 0;
@@ -51,8 +52,13 @@ inline constexpr const char* kArenaWorking = "activations: per-layer working buf
 inline constexpr const char* kArenaClassifier = "classifier (lnf, logits chunk, dlnf, losses)";
 inline constexpr const char* kArenaScratch = "backward scratch (activation grads)";
 
-// Rows per classifier chunk: about 16M floats (64 MB) of logits, a multiple of 64 rows, at most N.
-int64_t classifier_chunk_rows(int64_t N, int64_t Vp);
+// Rows per classifier chunk: a multiple of 64 rows, at most N, of about 16M floats (64 MB) of
+// logits, or 64M floats (256 MB, plus 128 MB of bf16 dlogits) for bfloat16. Each chunk reads and
+// writes all of dwte once, and the chunk's rows are the inner dimension of its weight-gradient
+// product: in bf16 the 124M classifier (B 4, T 1024) took ~1.9 s per step in chunks of 320 rows,
+// ~1.85 s in 640 and ~1.54 s in 1280 (docs/benchmarks.md); in float32 1280 rows gained nothing
+// (3.09 vs 3.15 s) for 0.18 GiB more, so float32 keeps the small chunk.
+int64_t classifier_chunk_rows(int64_t N, int64_t Vp, DType dtype = DType::kF32);
 
 // The layouts Activations::reserve and GradScratch::reserve allocate for N rows (same carving code,
 // run without memory), so an estimate from them is what training allocates.
@@ -74,13 +80,13 @@ class Activations {
   float* encoded = nullptr;              // (N, C)  dropout(wte[inp] + wpe[t]): the blocks' input
   std::vector<LayerActivations> layers;  // (L)
   // Working buffers shared by all layers (valid only within one layer's forward or backward):
-  TypedPtr ln;                   // (N, C)   a LayerNorm output (forward; recomputed in backward)
-  TypedPtr fch_gelu;             // (N, 4C)  GELU(fch) (forward; recomputed in backward, where
-                                 //          it then holds d(fch), the GELU's input gradient)
-  float* branch = nullptr;       // (N, C)   dropout(attention or MLP output projection)
-  TypedPtr lnf;                  // (N, C)
-  float* lnf_mean = nullptr;     // (N)
-  float* lnf_rstd = nullptr;     // (N)
+  TypedPtr ln;                // (N, C)   a LayerNorm output (forward; recomputed in backward)
+  TypedPtr fch_gelu;          // (N, 4C)  GELU(fch) (forward; recomputed in backward, where
+                              //          it then holds d(fch), the GELU's input gradient)
+  float* branch = nullptr;    // (N, C)   dropout(attention or MLP output projection)
+  TypedPtr lnf;               // (N, C)
+  float* lnf_mean = nullptr;  // (N)
+  float* lnf_rstd = nullptr;  // (N)
   // The classifier runs over chunks of rows so that the (N, Vp) logits are never held whole (824 MB
   // for GPT-2 124M at B 4, T 1024): logits of chunk_rows rows at a time, turned into dlogits in
   // place, whose products with wte (dlnf) and lnf (dwte) are taken before the next chunk.

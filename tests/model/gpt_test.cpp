@@ -165,6 +165,33 @@ TEST(GptClassifier, ChunkedHeadEqualsOneChunkAndTheLogits) {
   EXPECT_NEAR(sum / (B * T - 1), whole, 1e-5 * whole);
 }
 
+// The classifier's chunk (classifier_chunk_rows): 16M floats of logits in float32 and float16, 64M
+// in bfloat16 (whose weight-gradient product is slow with few rows), in multiples of 64 rows, never
+// more than N; and the activation layout charges exactly that chunk to the classifier.
+TEST(GptClassifier, ChunkRowsDependOnTheDtypeAndBoundTheLogits) {
+  const int64_t Vp = 50304, N = 4096;
+  EXPECT_EQ(classifier_chunk_rows(N, Vp, DType::kF32), 320);
+  EXPECT_EQ(classifier_chunk_rows(N, Vp, DType::kF16), 320);
+  EXPECT_EQ(classifier_chunk_rows(N, Vp, DType::kBF16), 1280);
+  EXPECT_EQ(classifier_chunk_rows(100, Vp, DType::kBF16), 100);
+  EXPECT_EQ(classifier_chunk_rows(N, 1 << 30, DType::kF32), 64);  // at least 64 rows
+  ModelConfig c;
+  c.vocab_size = 50257;
+  c.n_layer = 1;
+  c.n_head = 2;
+  c.n_embd = 64;
+  c.block_size = 1024;
+  const auto classifier_bytes = [&](DType t) {
+    for (const auto& [kind, bytes] : activation_layout(c, N, 0, t).by_kind) {
+      if (kind == kArenaClassifier) return bytes;
+    }
+    return int64_t{0};
+  };
+  // lnf (bf16), its stats, dlnf, losses, and the chunk: fp32 logits plus bf16 dlogits.
+  const int64_t rest = N * 64 * 2 + 2 * N * 4 + N * 64 * 4 + N * 4;
+  EXPECT_EQ(classifier_bytes(DType::kBF16), rest + 1280 * Vp * (4 + 2));
+}
+
 // Directional finite difference of the loss along the normalized gradient: (L(w+hu)-L(w-hu))/2h
 // must equal |g|. Checks that backward differentiates exactly the function forward computed
 // (including dropout masks recomputed from the same seeds).
