@@ -102,19 +102,16 @@ AttnTolerance attention_tolerance(const std::vector<float>& qkv, const std::vect
   return tol;
 }
 
-class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {};
-
-TEST_P(AttentionTest, FlashMatchesReference) {
-  const auto [B, T, C, NH, p] = GetParam();
-  const uint64_t seed = 99;
-  const auto qkv = random_normal(size_t(B) * T * 3 * C, 1);
-  const auto dout = random_normal(size_t(B) * T * C, 2);
+// The flash forward and backward against the reference on (qkv, dout), within attention_tolerance.
+// The backward accumulates into nonzero gradients (random, from dqkv_seed), as it must.
+void expect_flash_matches_reference(const std::vector<float>& qkv, const std::vector<float>& dout,
+                                    int B, int T, int C, int NH, float p, uint64_t seed,
+                                    uint64_t dqkv_seed) {
   std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T);
   std::vector<float> out_r(out.size()), lse_r(lse.size());
   cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
   ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
-
-  const auto dqkv0 = random_normal(qkv.size(), 3);  // nonzero: backward must accumulate
+  const auto dqkv0 = random_normal(qkv.size(), dqkv_seed);
   auto dqkv = dqkv0, dqkv_r = dqkv0;
   cpu::attention_backward(dqkv.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T, C,
                           NH, p, seed);
@@ -125,6 +122,16 @@ TEST_P(AttentionTest, FlashMatchesReference) {
   expect_within(out, out_r, tol.out, "out");
   expect_within(lse, lse_r, tol.lse, "lse");
   expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
+}
+
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {};
+
+TEST_P(AttentionTest, FlashMatchesReference) {
+  const auto [B, T, C, NH, p] = GetParam();
+  const uint64_t seed = 99;
+  const auto qkv = random_normal(size_t(B) * T * 3 * C, 1);
+  const auto dout = random_normal(size_t(B) * T * C, 2);
+  expect_flash_matches_reference(qkv, dout, B, T, C, NH, p, seed, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -208,21 +215,7 @@ TEST_P(AttentionRescaleTest, RisingScoresMatchReference) {
       }
     }
   }
-  std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T);
-  std::vector<float> out_r(out.size()), lse_r(lse.size());
-  cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
-  ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
-  const auto dqkv0 = random_normal(qkv.size(), 23);
-  auto dqkv = dqkv0, dqkv_r = dqkv0;
-  cpu::attention_backward(dqkv.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T, C,
-                          NH, p, seed);
-  ref::attention_backward(dqkv_r.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T,
-                          C, NH, p, seed);
-  const auto tol =
-      attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
-  expect_within(out, out_r, tol.out, "out");
-  expect_within(lse, lse_r, tol.lse, "lse");
-  expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
+  expect_flash_matches_reference(qkv, dout, B, T, C, NH, p, seed, 23);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dropout, AttentionRescaleTest, ::testing::Values(0.0f, 0.1f));

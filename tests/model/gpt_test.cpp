@@ -175,12 +175,9 @@ TEST(GptClassifier, ChunkRowsDependOnTheDtypeAndBoundTheLogits) {
   EXPECT_EQ(classifier_chunk_rows(N, Vp, DType::kBF16), 1280);
   EXPECT_EQ(classifier_chunk_rows(100, Vp, DType::kBF16), 100);
   EXPECT_EQ(classifier_chunk_rows(N, 1 << 30, DType::kF32), 64);  // at least 64 rows
-  ModelConfig c;
+  ModelConfig c = tiny_config();
   c.vocab_size = 50257;
-  c.n_layer = 1;
-  c.n_head = 2;
   c.n_embd = 64;
-  c.block_size = 1024;
   const auto classifier_bytes = [&](DType t) {
     for (const auto& [kind, bytes] : activation_layout(c, N, 0, t).by_kind) {
       if (kind == kArenaClassifier) return bytes;
