@@ -36,6 +36,7 @@ namespace {
 
 using testing::expect_within;
 using testing::random_normal;
+using testing::ScopedOmpThreads;
 
 constexpr double kU = kUnitRoundoffBf16;
 
@@ -158,9 +159,9 @@ TEST(AttentionBf16, SameBitsAtEveryThreadCount) {
   const auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 4));
   const auto dout16 = to_bf16(random_normal(size_t(B) * T * C, 5));
   std::vector<uint16_t> out1, dqkv1;
-  const int saved = omp_get_max_threads();
+  const ScopedOmpThreads omp_threads;
   for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
+    omp_threads.set(threads);
     std::vector<uint16_t> out16(size_t(B) * T * C), dqkv16(qkv16.size(), 0);
     std::vector<float> lse(size_t(B) * NH * T);
     cpu::attention_forward_bf16(out16.data(), lse.data(), qkv16.data(), B, T, C, NH, 0.1f, 7);
@@ -173,7 +174,6 @@ TEST(AttentionBf16, SameBitsAtEveryThreadCount) {
       EXPECT_EQ(dqkv16, dqkv1) << threads << " threads";
     }
   }
-  omp_set_num_threads(saved);
 }
 
 // Scratch kept between calls (AttentionWorkspace, never zeroed again) gives the same bits as the
@@ -195,9 +195,9 @@ TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
                           {6, 21, 64, 2, 0.0f}};    // one odd block: reads past nq at once
   cpu::AttentionWorkspace ws;
   KernelContext ctx;
-  const int saved = omp_get_max_threads();
+  const ScopedOmpThreads omp_threads;
   for (int threads : {1, 3}) {
-    omp_set_num_threads(threads);
+    omp_threads.set(threads);
     for (const Shape& s : shapes) {
       SCOPED_TRACE(::testing::Message() << "threads " << threads << " T " << s.T << " C " << s.C);
       ASSERT_TRUE(cpu::attention_bf16_native(s.B, s.T, s.C, s.NH));
@@ -247,7 +247,6 @@ TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
       EXPECT_EQ(dqkv_c, dqkv_f);
     }
   }
-  omp_set_num_threads(saved);
 }
 
 // The 16-bit attention op takes the native kernel for all-bf16 tensors of an eligible shape: its
@@ -255,8 +254,7 @@ TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
 TEST(AttentionBf16, LowpOpDispatchesToTheNativeKernel) {
   if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "built without AVX512_BF16";
   const int B = 2, T = 50, C = 256, NH = 4;  // 8 heads: one backward task per head at 2 threads
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(2);
+  const ScopedOmpThreads two_threads(2);
   ASSERT_TRUE(cpu::attention_bf16_native(B, T, C, NH));
   KernelContext ctx;
   auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 6));
@@ -268,7 +266,6 @@ TEST(AttentionBf16, LowpOpDispatchesToTheNativeKernel) {
   cpu::attention_forward_bf16(out_direct.data(), lse_direct.data(), qkv16.data(), B, T, C, NH,
                               0.0f, 3);
   EXPECT_EQ(out_op, out_direct);
-  omp_set_num_threads(saved);
 }
 
 }  // namespace

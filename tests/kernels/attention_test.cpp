@@ -21,6 +21,7 @@ namespace {
 using testing::expect_within;
 using testing::kEps;
 using testing::random_normal;
+using testing::ScopedOmpThreads;
 
 // Error model. A score is a float dot product of length HS: |ds| <= 4 sqrt(HS) eps scale
 // sum|q k|. A probability P = exp(s - lse) then has relative error
@@ -237,10 +238,10 @@ TEST_P(AttentionSplitTest, EveryThreadCountMatchesReference) {
                           C, NH, p, seed);
   const auto tol =
       attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
-  const int saved = omp_get_max_threads();
+  const ScopedOmpThreads omp_threads;
   for (int threads : {1, 2, 3, 5, 8}) {
     SCOPED_TRACE(::testing::Message() << "threads " << threads);
-    omp_set_num_threads(threads);
+    omp_threads.set(threads);
     std::vector<float> out(out_r.size()), lse(lse_r.size());
     cpu::attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
     auto dqkv = dqkv0;
@@ -250,7 +251,6 @@ TEST_P(AttentionSplitTest, EveryThreadCountMatchesReference) {
     expect_within(lse, lse_r, tol.lse, "lse");
     expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
   }
-  omp_set_num_threads(saved);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -274,9 +274,9 @@ TEST(AttentionWorkspaceTest, ReusedScratchGivesTheSameBits) {
                           {1, 71, 72, 3, 0.0f},   // HS 24 (padded to 32)
                           {2, 130, 128, 2, 0.1f}};
   KernelContext ctx;
-  const int saved = omp_get_max_threads();
+  const ScopedOmpThreads omp_threads;
   for (int threads : {1, 3}) {
-    omp_set_num_threads(threads);
+    omp_threads.set(threads);
     for (const Shape& s : shapes) {
       SCOPED_TRACE(::testing::Message() << "threads " << threads << " T " << s.T << " C " << s.C);
       const auto qkv = random_normal(size_t(s.B) * s.T * 3 * s.C, 31);
@@ -298,7 +298,6 @@ TEST(AttentionWorkspaceTest, ReusedScratchGivesTheSameBits) {
       expect_within(dqkv_c, dqkv, 0.0, "dqkv");
     }
   }
-  omp_set_num_threads(saved);
 }
 
 TEST(AttentionDecodeTest, MatchesReferenceAndLastForwardRow) {

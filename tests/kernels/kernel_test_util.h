@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,21 @@
 namespace nanogpt::testing {
 
 inline constexpr double kEps = std::numeric_limits<float>::epsilon();  // 2^-23
+
+// Sets OpenMP's thread count for a test and restores the caller's when it goes out of scope, also
+// when an ASSERT leaves the test early (so later tests keep their thread count).
+class ScopedOmpThreads {
+ public:
+  ScopedOmpThreads() : saved_(omp_get_max_threads()) {}
+  explicit ScopedOmpThreads(int threads) : ScopedOmpThreads() { set(threads); }
+  ~ScopedOmpThreads() { omp_set_num_threads(saved_); }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+  void set(int threads) const { omp_set_num_threads(threads); }
+
+ private:
+  int saved_;
+};
 
 inline std::vector<float> random_normal(size_t n, uint64_t seed, float stddev = 1.0f) {
   Rng rng(seed);

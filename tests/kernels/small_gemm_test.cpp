@@ -21,6 +21,7 @@ using testing::abs_of;
 using testing::dot_tolerance;
 using testing::expect_within;
 using testing::random_normal;
+using testing::ScopedOmpThreads;
 
 
 class SmallGemmTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
@@ -152,10 +153,10 @@ TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
   const int N = 300, C = 208, OC = 144;  // 9M multiply-adds: parallel regions
   const auto inp = random_normal(size_t(N) * C, 11), w = random_normal(size_t(OC) * C, 12, 0.2f);
   const auto b = random_normal(OC, 13), dout = random_normal(size_t(N) * OC, 14);
-  const int saved = omp_get_max_threads();
+  const ScopedOmpThreads omp_threads;
   std::vector<float> out0, dinp0, dw0, act0, dpre0, db0;
   for (const int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
+    omp_threads.set(threads);
     std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f), dw(size_t(OC) * C, -0.25f),
         db(OC, 0.125f);
     cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
@@ -178,7 +179,6 @@ TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
       EXPECT_EQ(db, db0) << threads << " threads: dbias";
     }
   }
-  omp_set_num_threads(saved);
 }
 
 TEST(SmallGemmFits, SmallShapesWithWholeVectorsOnly) {
