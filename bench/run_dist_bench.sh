@@ -16,8 +16,8 @@ prepare_tinyshakespeare "$BIN" "$WORK" gpt2
 cd "$WORK"
 export OMP_WAIT_POLICY=PASSIVE
 COMMON="--max_iters=$ITERS --eval_interval=100000 --eval_iters=1 --log_interval=1 --always_save_checkpoint=False"
-BABY="$ROOT/config/train_shakespeare_char.py --dataset=shakespeare_char --batch_size=16 --gradient_accumulation_steps=4 $COMMON"
-GPT2="$ROOT/config/train_gpt2.py --dataset=shakespeare_gpt2 --batch_size=2 --block_size=256 --gradient_accumulation_steps=2 $COMMON"
+BABY="$ROOT/config/train_shakespeare_char.py --dtype=float32 --dataset=shakespeare_char --batch_size=16 --gradient_accumulation_steps=4 $COMMON"
+GPT2="$ROOT/config/train_gpt2.py --dtype=float32 --dataset=shakespeare_gpt2 --batch_size=2 --block_size=256 --gradient_accumulation_steps=2 $COMMON"
 MPI="mpirun --allow-run-as-root --oversubscribe -np 2"
 
 NS_A=ngbenchA NS_B=ngbenchB

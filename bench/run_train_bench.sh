@@ -15,14 +15,14 @@ prepare_tinyshakespeare build/nanogpt "$WORK" char
 # sleeping), what a user gets who sets nothing (bench/run_w1_wait_policy.sh measures both ways).
 export OMP_NUM_THREADS=2
 ROOT=$PWD
-(cd "$WORK" && "$ROOT/build/nanogpt" train "$ROOT/config/train_shakespeare_char_cpu.py" \
+(cd "$WORK" && "$ROOT/build/nanogpt" train "$ROOT/config/train_shakespeare_char_cpu.py" --dtype=float32 \
    --max_iters="$ITERS" --lr_decay_iters="$ITERS" --eval_interval="$ITERS" --log_interval=100 \
    --out_dir=out-w1 | tail -2)
 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch/train_ref.py \
   --data_dir="$WORK/data/shakespeare_char" --max_iters="$ITERS" --lr_decay_iters="$ITERS"
 # W3: GPT-2 124M shapes, B 4, T 64, a few steps on tinyshakespeare GPT-2 tokens (speed only).
 prepare_tinyshakespeare build/nanogpt "$WORK" gpt2
-(cd "$WORK" && "$ROOT/build/nanogpt" train "$ROOT/config/train_gpt2.py" --dataset=shakespeare_gpt2 \
+(cd "$WORK" && "$ROOT/build/nanogpt" train "$ROOT/config/train_gpt2.py" --dtype=float32 --dataset=shakespeare_gpt2 \
    --batch_size=4 --block_size=64 --gradient_accumulation_steps=1 --max_iters=8 \
    --eval_interval=1000 --eval_iters=1 --log_interval=1 --always_save_checkpoint=False \
    --out_dir=out-w3 | tail -1)

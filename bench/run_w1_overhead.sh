@@ -19,7 +19,7 @@ for r in $(seq 1 "$ROUNDS"); do
   for which in before after; do
     bin=$BEFORE; [ $which = after ] && bin=$AFTER
     out=out-w1-overhead-$which
-    log=$(cd "$WORK" && "$bin" train "$ROOT/config/train_shakespeare_char_cpu.py" \
+    log=$(cd "$WORK" && "$bin" train "$ROOT/config/train_shakespeare_char_cpu.py" --dtype=float32 \
       --max_iters="$ITERS" --lr_decay_iters="$ITERS" --eval_interval=100000 --eval_iters=1 \
       --log_interval=10 --always_save_checkpoint=False --out_dir=$out 2>&1)
     ms=$(echo "$log" | sed -n 's/.*median \([0-9.]*\) ms per step.*/\1/p' | tail -1)

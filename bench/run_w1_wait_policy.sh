@@ -23,7 +23,7 @@ for r in $(seq 1 "$ROUNDS"); do
   for setting in "${SETTINGS[@]}"; do
     envs=(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_NUM_THREADS=2)
     [ "$setting" != default ] && read -r -a extra <<<"$setting" && envs+=("${extra[@]}")
-    ours=$(cd "$WORK" && "${envs[@]}" "$BIN" train "$ROOT/config/train_shakespeare_char_cpu.py" \
+    ours=$(cd "$WORK" && "${envs[@]}" "$BIN" train "$ROOT/config/train_shakespeare_char_cpu.py" --dtype=float32 \
       --max_iters="$ITERS" --lr_decay_iters="$ITERS" --eval_interval=100000 --eval_iters=1 \
       --log_interval=10 --always_save_checkpoint=False --out_dir=out-w1-policy 2>&1 |
       sed -n 's/.*median \([0-9.]*\) ms per step.*/\1/p' | tail -1)

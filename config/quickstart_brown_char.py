@@ -23,3 +23,7 @@ lr_decay_iters = 1500
 min_lr = 2e-4
 beta2 = 0.99
 warmup_iters = 100
+
+# the fastest precision that is safe here: bfloat16 where the CPU multiplies bf16 natively
+# (AVX512_BF16 or AMX), else float32; the log says which it chose
+dtype = 'auto'

@@ -30,3 +30,7 @@ grad_clip = 1.0
 eval_interval = 1000
 eval_iters = 200
 log_interval = 10
+
+# the fastest precision that is safe here: bfloat16 where the CPU multiplies bf16 natively
+# (AVX512_BF16 or AMX), else float32; the log says which it chose
+dtype = 'auto'

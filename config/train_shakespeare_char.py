@@ -28,3 +28,7 @@ min_lr = 1e-4 # learning_rate / 10 usually
 beta2 = 0.99 # make a bit bigger because number of tokens per iter is small
 
 warmup_iters = 100 # not super necessary potentially
+
+# the fastest precision that is safe here: bfloat16 where the CPU multiplies bf16 natively
+# (AVX512_BF16 or AMX), else float32; the log says which it chose
+dtype = 'auto'

@@ -24,3 +24,7 @@ lr_decay_iters = 2000
 min_lr = 1e-4
 beta2 = 0.99
 warmup_iters = 100
+
+# the fastest precision that is safe here: bfloat16 where the CPU multiplies bf16 natively
+# (AVX512_BF16 or AMX), else float32; the log says which it chose
+dtype = 'auto'

@@ -63,6 +63,7 @@ int autotune_command(const Args& args) {
   TrainConfig config;
   apply_assignments(config, train_keys);
   config.validate();
+  config.resolve_auto_dtype();
   const AutotuneResult result = autotune(config, options);
   std::fputs(format_autotune(result, options).c_str(), stdout);
   if (!write_config.empty()) {

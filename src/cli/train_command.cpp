@@ -3,7 +3,7 @@
 
 #include "cli/commands.h"
 #include "core/config.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -21,10 +21,12 @@ int train_command(const Args& args) {
   std::vector<ConfigAssignment> assignments = parse_command_line(args);
   apply_assignments(config, assignments);
   config.validate();  // before printing: a bad key's message should come first
+  const std::string auto_note = config.resolve_auto_dtype();  // saved resolved in the checkpoint
   // Under mpirun: one rank of a data-parallel job (a plain run is a world of one, without MPI).
   std::unique_ptr<Communicator> comm = make_communicator(config.comm_timeout);
   try {
     if (comm->rank() == 0) {
+      if (!auto_note.empty()) fmt::print("{}\n", auto_note);
       fmt::print("effective config:\n{}\n", format_config(config));
       std::fflush(stdout);
     }

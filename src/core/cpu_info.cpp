@@ -43,6 +43,13 @@ bool have_bf16_dot_products() {
 #endif
 }
 
+AutoDtype choose_auto_dtype() {
+  if (have_bf16_dot_products()) {
+    return {"bfloat16", "this CPU multiplies bfloat16 natively (avx512_bf16)"};
+  }
+  return {"float32", "this CPU (or build) has no native bfloat16 products (avx512_bf16 / amx_bf16)"};
+}
+
 namespace {
 
 #if defined(__AVX512F__)

@@ -21,6 +21,14 @@ std::string cpu_simd_features();
 // True when this build and this CPU both have AVX512_BF16 (vdpbf16ps).
 bool have_bf16_dot_products();
 
+// dtype=auto: "bfloat16" where this CPU multiplies bf16 natively (AVX512_BF16 or AMX-BF16, and
+// this build can use it), else "float32"; `reason` says why, for the log.
+struct AutoDtype {
+  std::string dtype;
+  std::string reason;
+};
+AutoDtype choose_auto_dtype();
+
 // Which arithmetic a peak probe measures.
 enum class PeakProbe {
   kFp32Fma,  // 16-wide fp32 FMAs, 2 FLOPs each per lane

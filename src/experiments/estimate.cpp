@@ -9,7 +9,7 @@
 
 #include "core/check.h"
 #include "core/json_util.h"
-#include "dist/zero1.h"
+#include "distributed/zero1.h"
 #include "io/checkpoint.h"
 #include "kernels/dtype.h"
 #include "model/activations.h"
@@ -45,6 +45,7 @@ int dataset_vocab_size(const std::string& data_dir) {
 
 TrainConfig resolve_for_estimate(TrainConfig config) {
   config.validate();
+  config.resolve_auto_dtype();
   if (config.init_from == "resume") {
     ModelConfig saved = read_checkpoint_config(checkpoint_dir_of(config.out_dir));
     saved.dropout = config.model.dropout;
@@ -105,7 +106,7 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
   DType dtype = DType::kF32;
   parse_dtype(config.dtype, dtype);  // (validated with the config)
   const int64_t param_bytes = buffer_bytes(table.total_numel());
-  // ZeRO-1 (dist/zero1.h): this rank's optimizer state and summed gradients cover its shard only;
+  // ZeRO-1 (distributed/zero1.h): this rank's optimizer state and summed gradients cover its shard only;
   // in 16 bits its float32 master weights too (the trainer's shard_masters), the model keeping
   // float32 copies of the tensors its kernels read in float32 (GPT with MasterWeights::kOutside).
   const int64_t shard = zero1_shard_counts(table.total_numel(), world_size).front();

@@ -26,7 +26,7 @@ class Backend;
 
 // Where the float32 master weights live. kInModel (the default): GPT owns the whole arena
 // (params()). kOutside: mixed precision with the masters held by the caller -- ZeRO-1 keeps only a
-// shard of them on each rank (dist/zero1.h). The model then keeps, whole, the 16-bit copy the
+// shard of them on each rank (distributed/zero1.h). The model then keeps, whole, the 16-bit copy the
 // matmuls read and float32 copies of the tensors its kernels read in float32 (ParamSpec::lowp_only
 // false: embeddings, LayerNorms, biases), both set through set_weights_range() and then
 // all-gathered by the caller; params() and init_weights() are unavailable, dtype must be 16-bit.

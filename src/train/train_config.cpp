@@ -1,7 +1,10 @@
 // TrainConfig validation: each message names the key, the value and what to change.
 #include "train/train_config.h"
 
+#include <fmt/format.h>
+
 #include "core/check.h"
+#include "core/cpu_info.h"
 #include "kernels/dtype.h"
 
 namespace nanogpt {
@@ -20,8 +23,9 @@ void TrainConfig::validate() const {
   CHECK(sampling == "random" || sampling == "sequential",
         "sampling = '{}': expected 'random' or 'sequential'", sampling);
   DType parsed;
-  CHECK(parse_dtype(dtype, parsed),
-        "dtype = '{}': expected {} (nanoGPT's names), e.g. --dtype=bfloat16", dtype, kDTypeNames);
+  CHECK(dtype == "auto" || parse_dtype(dtype, parsed),
+        "dtype = '{}': expected 'auto' or {} (nanoGPT's names), e.g. --dtype=bfloat16", dtype,
+        kDTypeNames);
   CHECK(zero_stage == 0 || zero_stage == 1,
         "zero_stage = {}: expected 0 (plain data-parallel) or 1 (ZeRO-1: sharded optimizer state)",
         zero_stage);
@@ -29,7 +33,7 @@ void TrainConfig::validate() const {
   CHECK(bucket_cap_mb > 0, "bucket_cap_mb = {}: expected megabytes > 0", bucket_cap_mb);
   CHECK(attention == "flash" || attention == "naive",
         "attention = '{}': expected 'flash' (the default) or 'naive'", attention);
-  CHECK(attention == "flash" || dtype == "float32",
+  CHECK(attention == "flash" || dtype == "float32" || dtype == "auto",
         "attention = '{}' with dtype = '{}': the naive attention runs in float32 only; use "
         "--attention=flash for {}, or --dtype=float32",
         attention, dtype, dtype);
@@ -38,6 +42,17 @@ void TrainConfig::validate() const {
   if (shape.vocab_size == 0) shape.vocab_size = 1;  // resolved later from the dataset
   shape.validate();
   optim.validate();
+}
+
+std::string TrainConfig::resolve_auto_dtype() {
+  if (dtype != "auto") return "";
+  AutoDtype choice = choose_auto_dtype();
+  // The naive attention runs in float32 only: auto keeps such a run valid.
+  if (attention == "naive" && choice.dtype != "float32") {
+    choice = {"float32", "attention = 'naive' runs in float32 only"};
+  }
+  dtype = choice.dtype;
+  return fmt::format("dtype auto -> {} ({})", dtype, choice.reason);
 }
 
 }  // namespace nanogpt

@@ -77,7 +77,8 @@ struct TrainConfig {
     v("seed", seed, "random seed (init, batches, dropout); under mpirun rank r reads micro-batches r, r+N, ... "
       "of the one stream this seed defines");
     v("dtype", dtype,
-      "'float32', 'bfloat16' or 'float16': storage of matmul weights copies and activations "
+      "'auto' (bfloat16 where the CPU multiplies bf16 natively, else float32), 'float32', "
+      "'bfloat16' or 'float16': storage of matmul weights copies and activations "
       "(fp32 master weights, optimizer state and statistics; float16 adds dynamic loss scaling)");
     v("attention", attention,
       "'flash' (tiled kernel, no T x T matrix, memory linear in T) or 'naive' (nanoGPT's "
@@ -126,6 +127,9 @@ struct TrainConfig {
   std::string resolved_data_dir() const { return data_dir.empty() ? "data/" + dataset : data_dir; }
   // Throws nanogpt::Error naming the key and what to change (model.vocab_size may still be 0).
   void validate() const;
+  // dtype 'auto' -> 'bfloat16' or 'float32' for this CPU (choose_auto_dtype); returns the log line
+  // that says what was chosen and why, or "" when dtype was explicit (left as it is).
+  std::string resolve_auto_dtype();
 };
 
 }  // namespace nanogpt

@@ -25,9 +25,9 @@
 #include "core/timer.h"
 #include "data/dataset_files.h"
 #include "data/loader.h"
-#include "dist/data_parallel.h"
-#include "dist/single_process_communicator.h"
-#include "dist/zero1.h"
+#include "distributed/data_parallel.h"
+#include "distributed/single_process_communicator.h"
+#include "distributed/zero1.h"
 #include "io/checkpoint.h"
 #include "kernels/context.h"
 #include "kernels/dtype.h"
@@ -152,6 +152,9 @@ class TrainingRun {
   }
 
   void setup() {
+    // A config that did not come through the CLI may still say 'auto' (the CLI resolves it first).
+    const std::string auto_note = config_.resolve_auto_dtype();
+    if (!auto_note.empty()) say(auto_note);
     config_.validate();
     check_same_config(*comm_, config_to_json(config_));
     dp_ = std::make_unique<DataParallel>(
@@ -199,7 +202,7 @@ class TrainingRun {
     }
 
     parse_dtype(config_.dtype, dtype_);  // validated above
-    // ZeRO-1 in 16 bits shards the float32 master weights too (dist/zero1.h): the model keeps only
+    // ZeRO-1 in 16 bits shards the float32 master weights too (distributed/zero1.h): the model keeps only
     // what its kernels read (the 16-bit copy, the float32-read tensors), each rank its masters.
     const bool shard_masters = config_.zero_stage == 1 && dtype_ != DType::kF32;
     model_ =

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "train/train_config.h"
 
 namespace nanogpt {

@@ -8,9 +8,9 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "dist/data_parallel.h"
-#include "dist/gradient_sync.h"
-#include "dist/single_process_communicator.h"
+#include "distributed/data_parallel.h"
+#include "distributed/gradient_sync.h"
+#include "distributed/single_process_communicator.h"
 #include "model/gpt.h"
 #include "../model/random_tokens.h"
 

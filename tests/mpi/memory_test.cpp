@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "dist/zero1.h"
+#include "distributed/zero1.h"
 #include "experiments/estimate.h"
 #include "model/params.h"
 #include "mpi_util.h"

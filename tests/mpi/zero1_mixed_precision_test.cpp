@@ -1,4 +1,4 @@
-// ZeRO-1 in mixed precision under mpirun: the float32 master weights are sharded (dist/zero1.h),
+// ZeRO-1 in mixed precision under mpirun: the float32 master weights are sharded (distributed/zero1.h),
 // and training equals plain data-parallel in bfloat16 and float16 (GradScaler included) within
 // kMixedPrecisionTolerance; a ZeRO-1 bfloat16 run stopped and resumed on 2 ranks equals the
 // uninterrupted run exactly (the gathered checkpoint holds the exact masters and state), and

@@ -3,14 +3,14 @@
 // cut), and Zero1 on a world of one takes the same steps as the plain optimizer with clipping. With
 // sharded master weights (bfloat16) it trains a model built with MasterWeights::kOutside exactly
 // like the plain optimizer trains a model holding its own masters.
-#include "dist/zero1.h"
+#include "distributed/zero1.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "core/rng.h"
-#include "dist/single_process_communicator.h"
+#include "distributed/single_process_communicator.h"
 #include "kernels/context.h"
 #include "model/gpt.h"
 #include "optim/grad_clip.h"

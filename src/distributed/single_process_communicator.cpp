@@ -1,5 +1,5 @@
 // SingleProcessCommunicator: the identity collectives of a world of one.
-#include "dist/single_process_communicator.h"
+#include "distributed/single_process_communicator.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // GradientSync: bucketed, overlapped gradient all-reduce.
-#include "dist/gradient_sync.h"
+#include "distributed/gradient_sync.h"
 
 #include "core/check.h"
 

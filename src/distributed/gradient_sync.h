@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace nanogpt {
 

@@ -1,5 +1,5 @@
 // DataParallel: rank streams, accumulation split, overlapped gradient sum, launch checks.
-#include "dist/data_parallel.h"
+#include "distributed/data_parallel.h"
 
 #include <sched.h>
 

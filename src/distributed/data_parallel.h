@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "data/loader.h"
-#include "dist/communicator.h"
-#include "dist/gradient_sync.h"
+#include "distributed/communicator.h"
+#include "distributed/gradient_sync.h"
 #include "model/gpt.h"
 
 namespace nanogpt {

@@ -1,5 +1,5 @@
 // MpiCommunicator: MPI_COMM_WORLD with non-blocking collectives and deadline-bounded waits.
-#include "dist/mpi_communicator.h"
+#include "distributed/mpi_communicator.h"
 
 #include <time.h>
 

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace nanogpt {
 

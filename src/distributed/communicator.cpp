@@ -1,10 +1,10 @@
 // make_communicator: MPI under an MPI launcher, a world of one otherwise.
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 #include <cstdlib>
 
-#include "dist/mpi_communicator.h"
-#include "dist/single_process_communicator.h"
+#include "distributed/mpi_communicator.h"
+#include "distributed/single_process_communicator.h"
 
 namespace nanogpt {
 

@@ -1,5 +1,5 @@
 // Zero1: sharded optimizer state, reduce-scatter / all-gather around the update.
-#include "dist/zero1.h"
+#include "distributed/zero1.h"
 
 #include <algorithm>
 #include <chrono>

@@ -24,7 +24,7 @@
 
 #include "core/buffer.h"
 #include "core/memory.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "kernels/context.h"
 #include "model/gpt.h"
 #include "model/params.h"

@@ -2,7 +2,7 @@
 // so a run without mpirun goes through exactly the same trainer code with no MPI at all.
 #pragma once
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace nanogpt {
 

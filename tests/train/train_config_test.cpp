@@ -1,0 +1,58 @@
+// Tests of TrainConfig's dtype 'auto': what it resolves to on this CPU, that explicit values stay as
+// they are, and that a bad dtype's message names 'auto' among the accepted values.
+#include "train/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "core/cpu_info.h"
+
+namespace nanogpt {
+namespace {
+
+TEST(TrainConfigDtype, AutoResolvesToThisCpusChoiceAndSaysWhy) {
+  TrainConfig config;
+  config.dtype = "auto";
+  config.validate();  // 'auto' is a valid value before it is resolved
+  const std::string note = config.resolve_auto_dtype();
+  const AutoDtype expected = choose_auto_dtype();
+  EXPECT_EQ(config.dtype, expected.dtype);
+  EXPECT_EQ(config.dtype, have_bf16_dot_products() ? "bfloat16" : "float32");
+  EXPECT_NE(note.find("dtype auto -> " + expected.dtype), std::string::npos) << note;
+  EXPECT_NE(note.find(expected.reason), std::string::npos) << note;
+  config.validate();
+}
+
+TEST(TrainConfigDtype, ExplicitValuesAreLeftAsTheyAre) {
+  for (const char* name : {"float32", "bfloat16", "float16"}) {
+    TrainConfig config;
+    config.dtype = name;
+    EXPECT_EQ(config.resolve_auto_dtype(), "");
+    EXPECT_EQ(config.dtype, name);
+  }
+}
+
+TEST(TrainConfigDtype, AutoWithNaiveAttentionStaysFloat32) {
+  TrainConfig config;
+  config.dtype = "auto";
+  config.attention = "naive";
+  config.validate();
+  const std::string note = config.resolve_auto_dtype();
+  EXPECT_EQ(config.dtype, "float32");
+  config.validate();
+}
+
+TEST(TrainConfigDtype, UnknownDtypeNamesAuto) {
+  TrainConfig config;
+  config.dtype = "float8";
+  try {
+    config.validate();
+    FAIL() << "dtype float8 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'auto'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("float8"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace nanogpt
