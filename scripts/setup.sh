@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libdnnl-dev          # oneDNN: our GEMM (90%+ of fp32 peak on GPT shapes)
+  libhwy-dev           # Google Highway: kernels compiled per CPU target, dispatched at run time
   libomp-dev           # OpenMP: the one thread runtime (oneDNN in Debian uses it too)
   libfmt-dev           # fmt: formatting of logs and error messages
   nlohmann-json3-dev   # nlohmann-json: meta.json, state.json, safetensors headers, metrics.jsonl

@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/cpu_info.h"
 #include "core/isa_required.h"
+#include "kernels/cpu/cpu_target.h"
 #include "kernels/backend_info.h"
 
 namespace nanogpt::cli {
@@ -50,6 +51,7 @@ void print_version() {
                       build.compiled_isa.empty() ? "baseline x86-64" : build.compiled_isa);
   text += fmt::format("this CPU:      {}\n", cpu_model_name());
   text += fmt::format("CPU offers:    {}\n", isa_names(nanogpt_cpu_isa()));
+  text += fmt::format("CPU target:    {}\n", cpu::CpuTarget::from_environment().describe());
   text += fmt::format("oneDNN:        {}, kernels for {}\n", backend.onednn_version,
                       backend.onednn_isa);
   text += fmt::format("threads:       {} (OpenMP; OMP_NUM_THREADS changes it)\n",

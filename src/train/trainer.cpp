@@ -202,8 +202,9 @@ class TrainingRun {
     }
 
     parse_dtype(config_.dtype, dtype_);  // validated above
-    // ZeRO-1 in 16 bits shards the float32 master weights too (distributed/zero1.h): the model keeps only
-    // what its kernels read (the 16-bit copy, the float32-read tensors), each rank its masters.
+    // ZeRO-1 in 16 bits shards the float32 master weights too (distributed/zero1.h): the model
+    // keeps only what its kernels read (the 16-bit copy, the float32-read tensors), each rank its
+    // masters.
     const bool shard_masters = config_.zero_stage == 1 && dtype_ != DType::kF32;
     model_ =
         std::make_unique<GPT>(config_.model, &tracker_,
@@ -293,16 +294,18 @@ class TrainingRun {
                     config_.data_mode, config_.sampling, tokens_per_iter_, config_.batch_size,
                     m.block_size, config_.gradient_accumulation_steps));
     say(fmt::format(
-        "compute: {} threads on {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU is relative to "
+        "compute: {} threads on {}, kernels for {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU "
+        "is relative to "
         "the {} peak {:.0f} GFLOP/s{}",
-        threads_, cpu_model_name(), fp32_peak_flops_ / 1e9,
-        bf16_peak_flops_ > 0 ? fmt::format(", {:.0f} GFLOP/s bf16 dot products",
-                                           bf16_peak_flops_ / 1e9)
-                             : std::string(),
+        threads_, cpu_model_name(), ctx_.cpu_target_description(), fp32_peak_flops_ / 1e9,
+        bf16_peak_flops_ > 0
+            ? fmt::format(", {:.0f} GFLOP/s bf16 dot products", bf16_peak_flops_ / 1e9)
+            : std::string(),
         mfu_peak.arithmetic, mfu_peak_flops_ / 1e9,
         mfu_peak.from_cache ? " (best measured here)" : ""));
     if (comm_->size() > 1) {
-      say(fmt::format("data-parallel: {}; {} micro-steps per rank per step, gradients averaged in "
+      say(
+          fmt::format("data-parallel: {}; {} micro-steps per rank per step, gradients averaged in "
                       "buckets of {} MB during the backward; rank 0 logs, evaluates and saves",
                       comm_->describe(), dp_->local_accumulation(), config_.bucket_cap_mb));
     }
@@ -520,8 +523,7 @@ class TrainingRun {
       } else {
         norm = optimizer_step_.measure(*model_, scaler_, config_.optim.grad_clip);
       }
-      const bool skipped =
-          scaler_.enabled() && !std::isfinite(norm) && std::isfinite(loss_sum);
+      const bool skipped = scaler_.enabled() && !std::isfinite(norm) && std::isfinite(loss_sum);
       bool grads_zeroed = false;
       if (!skipped) {
         stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
@@ -614,8 +616,8 @@ class TrainingRun {
   nlohmann::json dataset_meta_;
   std::unique_ptr<GPT> model_;
   DType dtype_ = DType::kF32;
-  GradScaler scaler_;  // enabled for float16 only
-  OptimizerStep optimizer_step_{true};  // set from config_.fused in setup
+  GradScaler scaler_;                           // enabled for float16 only
+  OptimizerStep optimizer_step_{true};          // set from config_.fused in setup
   std::unique_ptr<Optimizer> owned_optimizer_;  // zero_stage 0
   std::unique_ptr<Zero1> zero_;                 // zero_stage 1
   Optimizer* optimizer_ = nullptr;              // one of the two

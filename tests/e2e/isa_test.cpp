@@ -32,6 +32,26 @@ TEST(Version, NamesBuildIsaOnednnAndThreads) {
   EXPECT_EQ(version_field(r.output, "threads").rfind("2 ", 0), 0u) << r.output;
 }
 
+TEST(Version, NamesTheCpuTargetAndHonoursTheCap) {
+  const std::string dir = scratch_dir("version-target");
+  RunResult r = run_nanogpt(dir, "--version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string target = version_field(r.output, "CPU target");
+  EXPECT_NE(target.find("(compiled: baseline"), std::string::npos) << r.output;
+  EXPECT_EQ(target.find("capped"), std::string::npos) << r.output;
+
+  r = run_command(dir, std::string("NANOGPT_CPU_TARGET=sse4 '") + NANOGPT_BINARY + "' --version");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(version_field(r.output, "CPU target").rfind("sse4 [Highway SSE4]", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("capped by NANOGPT_CPU_TARGET=sse4"), std::string::npos) << r.output;
+
+  r = run_command(dir, std::string("NANOGPT_CPU_TARGET=avx3 '") + NANOGPT_BINARY + "' --version");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("NANOGPT_CPU_TARGET='avx3' is not a CPU target"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("baseline, sse4, avx2, avx512"), std::string::npos) << r.output;
+}
+
 TEST(IsaCheck, CpuWithoutTheCompiledExtensionsGetsAClearMessage) {
   const std::string dir = scratch_dir("isa");
   ASSERT_EQ(run_command(dir, "command -v qemu-x86_64").exit_code, 0)

@@ -1,5 +1,5 @@
-// Tests of TrainConfig's dtype 'auto': what it resolves to on this CPU, that explicit values stay as
-// they are, and that a bad dtype's message names 'auto' among the accepted values.
+// Tests of TrainConfig's dtype 'auto': what it resolves to on this CPU, that explicit values stay
+// as they are, and that a bad dtype's message names 'auto' among the accepted values.
 #include "train/train_config.h"
 
 #include <gtest/gtest.h>

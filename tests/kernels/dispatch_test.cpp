@@ -1,0 +1,106 @@
+// Runtime dispatch: the CpuTarget levels and the NANOGPT_CPU_TARGET cap (names, errors, what
+// Highway then runs), and every dispatched kernel against its scalar reference on every target
+// this machine can run (ForEachTarget), so the lower targets are tested on a higher CPU.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "kernel_test_util.h"
+#include "kernels/cpu/cpu_target.h"
+#include "kernels/ops.h"
+
+namespace nanogpt {
+namespace {
+
+using cpu::CpuTarget;
+
+// Restores Highway's uncapped choice when a test ends.
+struct UncapOnExit {
+  ~UncapOnExit() {
+    hwy::SetSupportedTargetsForTest(0);
+    CpuTarget("").apply();
+  }
+};
+
+// Runs body(name) once per Highway target this CPU supports and this build compiled, with the
+// dispatch forced to it.
+template <class Body>
+void for_each_target(Body&& body) {
+  UncapOnExit restore;
+  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(t);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    ASSERT_EQ(cpu::dispatched_hwy_target(), hwy::TargetName(t));
+    body(std::string(hwy::TargetName(t)));
+  }
+}
+
+TEST(CpuTarget, UnknownCapIsAnErrorListingTheNames) {
+  try {
+    CpuTarget t("avx9000");
+    FAIL() << "accepted avx9000";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("NANOGPT_CPU_TARGET='avx9000'"), std::string::npos) << what;
+    for (const auto& level : CpuTarget::all_levels()) {
+      EXPECT_NE(what.find(level.name), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(CpuTarget, BaselineIsAlwaysCompiledAndRunnable) {
+  const CpuTarget t("baseline");
+  EXPECT_EQ(t.chosen(), "baseline");
+  const auto compiled = t.compiled();
+  ASSERT_FALSE(compiled.empty());
+  EXPECT_EQ(compiled.front(), "baseline");
+  EXPECT_EQ(t.runnable().front(), "baseline");
+}
+
+TEST(CpuTarget, UncappedChoosesTheBestRunnableLevel) {
+  const CpuTarget t("");
+  EXPECT_EQ(t.chosen(), t.runnable().back());
+  EXPECT_EQ(t.has_bf16_dot(), t.chosen() == "avx512_bf16" || t.chosen() == "avx512_spr");
+  EXPECT_EQ(t.has_bf16_dot(), cpu::cpu_has_avx512_bf16() && t.chosen() != "avx512");
+}
+
+TEST(CpuTarget, EachCapRunsThatLevelOrTheBestBelowIt) {
+  UncapOnExit restore;
+  const std::vector<std::string> runnable = CpuTarget("").runnable();
+  for (const auto& level : CpuTarget::all_levels()) {
+    const CpuTarget t(level.name);
+    EXPECT_EQ(t.cap(), level.name);
+    if (std::find(runnable.begin(), runnable.end(), level.name) != runnable.end()) {
+      EXPECT_EQ(t.chosen(), level.name);
+    }
+    t.apply();
+    // What Highway dispatches to is the level's own target (the bf16 levels share AVX3_DL's code).
+    EXPECT_EQ(cpu::dispatched_hwy_target(), t.hwy_target_name()) << level.name;
+    EXPECT_NE(t.describe().find("capped by NANOGPT_CPU_TARGET=" + level.name), std::string::npos);
+  }
+}
+
+TEST(DispatchedKernels, ResidualMatchesTheReferenceOnEveryTarget) {
+  for (int64_t n : {1, 7, 16, 4099, 70000}) {
+    const auto a = testing::random_normal(n, 1), b = testing::random_normal(n, 2);
+    const auto g = testing::random_normal(n, 3);
+    std::vector<float> want(n), want_da = a, want_db = b;
+    ref::residual_forward(want.data(), a.data(), b.data(), n);
+    ref::residual_backward(want_da.data(), want_db.data(), g.data(), n);
+    for_each_target([&](const std::string& target) {
+      std::vector<float> out(n, -1.0f), da = a, db = b;
+      cpu::residual_forward(out.data(), a.data(), b.data(), n);
+      cpu::residual_backward(da.data(), db.data(), g.data(), n);
+      EXPECT_EQ(out, want) << target << " n " << n;  // one rounding each: the same bits
+      EXPECT_EQ(da, want_da) << target << " n " << n;
+      EXPECT_EQ(db, want_db) << target << " n " << n;
+    });
+  }
+}
+
+}  // namespace
+}  // namespace nanogpt
