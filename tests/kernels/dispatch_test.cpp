@@ -5,7 +5,9 @@
 #include <hwy/targets.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/check.h"
@@ -98,6 +100,56 @@ TEST(DispatchedKernels, ResidualMatchesTheReferenceOnEveryTarget) {
       EXPECT_EQ(out, want) << target << " n " << n;  // one rounding each: the same bits
       EXPECT_EQ(da, want_da) << target << " n " << n;
       EXPECT_EQ(db, want_db) << target << " n " << n;
+    });
+  }
+}
+
+TEST(DispatchedKernels, EncoderMatchesTheReferenceOnEveryTarget) {
+  for (auto [B, T, C, V] : {std::tuple{1, 1, 5, 3}, {2, 7, 24, 11}, {3, 64, 200, 50}}) {
+    const auto wte = testing::random_normal(size_t(V) * C, 4),
+               wpe = testing::random_normal(size_t(T) * C, 5);
+    const auto dout = testing::random_normal(size_t(B) * T * C, 6);
+    std::vector<int> inp(size_t(B) * T);
+    for (size_t i = 0; i < inp.size(); ++i) inp[i] = static_cast<int>((i * 7 + 3) % V);  // repeats
+    std::vector<float> want(dout.size()), want_dwte = wte, want_dwpe = wpe;
+    ref::encoder_forward(want.data(), inp.data(), wte.data(), wpe.data(), B, T, C);
+    ref::encoder_backward(want_dwte.data(), want_dwpe.data(), dout.data(), inp.data(), B, T, C);
+    for_each_target([&](const std::string& target) {
+      for (int threads : {1, 2}) {
+        testing::ScopedOmpThreads omp(threads);
+        std::vector<float> out(dout.size(), -1.0f), dwte = wte, dwpe = wpe;
+        cpu::encoder_forward(out.data(), inp.data(), wte.data(), wpe.data(), B, T, C);
+        cpu::encoder_backward(dwte.data(), dwpe.data(), dout.data(), inp.data(), B, T, C);
+        // Each element is the same sum in the same order: the same bits.
+        EXPECT_EQ(out, want) << target << " C " << C;
+        EXPECT_EQ(dwte, want_dwte) << target << " C " << C << " threads " << threads;
+        EXPECT_EQ(dwpe, want_dwpe) << target << " C " << C << " threads " << threads;
+      }
+    });
+  }
+}
+
+TEST(DispatchedKernels, DropoutMatchesTheReferenceOnEveryTarget) {
+  for (float p : {0.0f, 0.2f}) {
+    const int64_t n = 5003;
+    const auto x = testing::random_normal(n, 7), g = testing::random_normal(n, 8);
+    const auto acc = testing::random_normal(n, 9);
+    std::vector<float> want(n), want_dinp = acc;
+    ref::dropout_forward(want.data(), x.data(), n, p, 42);
+    ref::dropout_backward(want_dinp.data(), g.data(), n, p, 42);
+    for_each_target([&](const std::string& target) {
+      std::vector<float> out(n, -1.0f), dinp = acc;
+      cpu::dropout_forward(out.data(), x.data(), n, p, 42);
+      cpu::dropout_backward(dinp.data(), g.data(), n, p, 42);
+      EXPECT_EQ(out, want) << target << " p " << p;  // one product per element: the same bits
+      // dinp += dout * keep: one fused rounding on FMA targets, two without (baseline, SSE4), so
+      // within one rounding of each term of the reference's.
+      const float scale = 1.0f / (1.0f - p);
+      for (int64_t i = 0; i < n; ++i) {
+        const double tol =
+            testing::kEps * (std::fabs(double{acc[i]}) + std::fabs(double{g[i]}) * scale);
+        ASSERT_NEAR(dinp[i], want_dinp[i], tol) << target << " p " << p << " i " << i;
+      }
     });
   }
 }

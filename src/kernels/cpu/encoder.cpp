@@ -1,28 +1,33 @@
 // Fast token + position embedding: forward parallel over rows; backward parallel over channel
-// slices so the scatter-add into dwte never races and stays deterministic.
+// slices so the scatter-add into dwte never races and stays deterministic. Compiled for every CPU
+// target and dispatched at run time (Highway; the row adds are elementwise-inl.h's spans).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/encoder.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
 #include <omp.h>
 
 #include <algorithm>
 
-#include "kernels/ops.h"
+#include "kernels/cpu/elementwise-inl.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/ops.h"
 
-namespace nanogpt::cpu {
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
 
-void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
-                     int C) {
+void EncoderForward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
+                    int C) {
 #pragma omp parallel for schedule(static) if (worth_parallel(int64_t{3} * B * T * C))
   for (int64_t bt = 0; bt < static_cast<int64_t>(B) * T; ++bt) {
-    float* o = out + bt * C;                                   // (C)
-    const float* e = wte + static_cast<int64_t>(inp[bt]) * C;  // (C)
-    const float* p = wpe + (bt % T) * C;                       // (C)
-#pragma omp simd
-    for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+    add_span(out + bt * C,                             // (C)
+             wte + static_cast<int64_t>(inp[bt]) * C,  // (C) token row
+             wpe + (bt % T) * C, C);                   // (C) position row
   }
 }
 
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T,
-                      int C) {
+void EncoderBackward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T,
+                     int C) {
 #pragma omp parallel if (worth_parallel(int64_t{4} * B * T * C))
   {
     // Channel slice [c0, c1) of this thread, a multiple of 16 floats wide.
@@ -32,17 +37,31 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < T; ++t) {
         const int64_t bt = static_cast<int64_t>(b) * T + t;
-        const float* d = dout + bt * C;
-        float* de = dwte + static_cast<int64_t>(inp[bt]) * C;
-        float* dp = dwpe + static_cast<int64_t>(t) * C;
-#pragma omp simd
-        for (int c = c0; c < c1; ++c) {
-          de[c] += d[c];
-          dp[c] += d[c];
-        }
+        accumulate_twice_span(dwte + static_cast<int64_t>(inp[bt]) * C + c0,
+                              dwpe + static_cast<int64_t>(t) * C + c0, dout + bt * C + c0, c1 - c0);
       }
     }
   }
 }
 
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(EncoderForward);
+HWY_EXPORT(EncoderBackward);
+
+void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
+                     int C) {
+  HWY_DYNAMIC_DISPATCH(EncoderForward)(out, inp, wte, wpe, B, T, C);
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T,
+                      int C) {
+  HWY_DYNAMIC_DISPATCH(EncoderBackward)(dwte, dwpe, dout, inp, B, T, C);
+}
+
 }  // namespace nanogpt::cpu
+#endif  // HWY_ONCE

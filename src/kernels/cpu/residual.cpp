@@ -8,40 +8,12 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/elementwise-inl.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nanogpt::cpu::HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
-
-// out (n) = a + b, serial; the caller splits the work.
-inline void add_span(float* HWY_RESTRICT out, const float* HWY_RESTRICT a,
-                     const float* HWY_RESTRICT b, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + N <= n; i += N)
-    hn::StoreU(hn::Add(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
-  for (; i < n; ++i) out[i] = a[i] + b[i];
-}
-
-// da (n) += dout, db (n) += dout, serial.
-inline void accumulate_span(float* HWY_RESTRICT da, float* HWY_RESTRICT db,
-                            const float* HWY_RESTRICT dout, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto g = hn::LoadU(d, dout + i);
-    hn::StoreU(hn::Add(hn::LoadU(d, da + i), g), d, da + i);
-    hn::StoreU(hn::Add(hn::LoadU(d, db + i), g), d, db + i);
-  }
-  for (; i < n; ++i) {
-    da[i] += dout[i];
-    db[i] += dout[i];
-  }
-}
 
 constexpr int64_t kSpan = 4096;  // floats per parallel task (a multiple of every vector width)
 
@@ -59,7 +31,7 @@ void ResidualBackward(float* da, float* db, const float* dout, int64_t N) {
 #pragma omp parallel for schedule(static) if (worth_parallel(5 * N))
   for (int64_t k = 0; k < spans; ++k) {
     const int64_t i0 = k * kSpan;
-    accumulate_span(da + i0, db + i0, dout + i0, std::min(kSpan, N - i0));
+    accumulate_twice_span(da + i0, db + i0, dout + i0, std::min(kSpan, N - i0));
   }
 }
 
