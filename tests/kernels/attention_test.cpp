@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/rng.h"
+#include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/ops.h"
@@ -135,6 +136,17 @@ TEST_P(AttentionTest, FlashMatchesReference) {
   expect_flash_matches_reference(qkv, dout, B, T, C, NH, p, seed, 3);
 }
 
+// The dispatched kernel on every CPU target this machine runs (AVX2, SSE4, baseline ... on an
+// AVX-512 machine), each within the same tolerances.
+TEST_P(AttentionTest, FlashMatchesReferenceOnEveryTarget) {
+  const auto [B, T, C, NH, p] = GetParam();
+  const auto qkv = random_normal(size_t(B) * T * 3 * C, 11);
+  const auto dout = random_normal(size_t(B) * T * C, 12);
+  testing::for_each_target([&](const std::string&) {
+    expect_flash_matches_reference(qkv, dout, B, T, C, NH, p, 98, 13);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AttentionTest,
     ::testing::Values(std::make_tuple(2, 37, 48, 3, 0.0f),    // HS 16, T odd
@@ -223,7 +235,8 @@ INSTANTIATE_TEST_SUITE_P(Dropout, AttentionRescaleTest, ::testing::Values(0.0f, 
 
 // The parallel split depends on the thread count (query-block tasks forward; key groups per head
 // backward, more groups when B*NH is small): every split must give the reference's results.
-class AttentionSplitTest : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {};
+class AttentionSplitTest : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {
+};
 
 TEST_P(AttentionSplitTest, EveryThreadCountMatchesReference) {
   const auto [B, T, C, NH, p] = GetParam();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/cpu/cpu_target.h"
 #include "kernels/ops.h"
@@ -20,26 +21,8 @@ namespace {
 
 using cpu::CpuTarget;
 
-// Restores Highway's uncapped choice when a test ends.
-struct UncapOnExit {
-  ~UncapOnExit() {
-    hwy::SetSupportedTargetsForTest(0);
-    CpuTarget("").apply();
-  }
-};
-
-// Runs body(name) once per Highway target this CPU supports and this build compiled, with the
-// dispatch forced to it.
-template <class Body>
-void for_each_target(Body&& body) {
-  UncapOnExit restore;
-  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(t);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-    ASSERT_EQ(cpu::dispatched_hwy_target(), hwy::TargetName(t));
-    body(std::string(hwy::TargetName(t)));
-  }
-}
+using testing::for_each_target;
+using testing::UncapOnExit;
 
 TEST(CpuTarget, UnknownCapIsAnErrorListingTheNames) {
   try {

@@ -9,22 +9,30 @@
 //            (D_t = dout_t . out_t), owns dK, dV of its keys, and accumulates dQ into its own
 //            (T, HS) partial; with G > 1 the partials are summed into dqkv afterwards, so no two
 //            threads ever write the same gradient. Extra memory: linear in T.
+// Compiled for every CPU target (Highway's foreach_target.h) and dispatched at run time; the
+// vector parts are attention_tiles-inl.h and tile_gemm-inl.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/attention_dims.h"
+#include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/attention_workspace.h"
-#include "kernels/cpu/tile_gemm.h"
+#include "kernels/cpu/tile_gemm-inl.h"
 #include "kernels/ops.h"
 
-namespace nanogpt::cpu {
-
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
 namespace {
 
-using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and row softmax
+using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and the task loop
+using namespace attention_v;      // NOLINT: this target's row softmax, exp2 and transpose
 
 // dst (TP, HSP) = the T rows of src (row stride ld, HS wide), zero padded.
 void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
@@ -39,8 +47,8 @@ void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
 void pack_transposed(float* dst, const float* src, int64_t ld, const Dims& d) {
   if (d.T != d.TP) std::fill(dst, dst + static_cast<int64_t>(d.HS) * d.TP, 0.0f);
   for (int t0 = 0; t0 < d.T; t0 += kBk) {
-    transpose32(reinterpret_cast<Word32*>(dst + static_cast<int64_t>(t0 / kBk) * d.HS * kBk), kBk,
-                reinterpret_cast<const Word32*>(src + t0 * ld), ld, std::min(kBk, d.T - t0), d.HS);
+    Transpose(dst + static_cast<int64_t>(t0 / kBk) * d.HS * kBk, kBk, src + t0 * ld, ld,
+              std::min(kBk, d.T - t0), d.HS);
   }
 }
 
@@ -80,13 +88,13 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
     const int nk = std::min(kBk, last_key + 1 - j0);
     // S (nq, nk rounded up to 16) = Q K^T: the diagonal block needs only its first nk columns
     // (the rest of each row is zeroed below before anything reads it).
-    tile_gemm_set(s, kBk, q + i0 * ld, ld, 1, key_tile(kt, j0, d), kBk, nq, d.HS,
-                  (nk + 15) / 16 * 16);
+    TileGemmSet(s, kBk, q + i0 * ld, ld, 1, key_tile(kt, j0, d), kBk, nq, d.HS,
+                (nk + 15) / 16 * 16);
     for (int r = 0; r < nq; ++r) {
       const int t = i0 + r;
       const int nv = std::clamp(t - j0 + 1, 0, nk);  // causal: keys j0..t
       float* row = s + r * kBk;
-      const float corr = softmax_row(row, nv, w.m[r], w.l + 16 * r, b, h, t, j0, d);
+      const float corr = SoftmaxRow(row, nv, w.m[r], w.l + 16 * r, b, h, t, j0, d);
       if (j0 > 0 && corr != 1.0f) {
         float* orow = o + r * d.HSP;
 #pragma omp simd
@@ -94,14 +102,13 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
       }
     }
     // O = P V (first key block), O += P V (the others)
-    (j0 == 0 ? tile_gemm_set : tile_gemm_acc)(o, d.HSP, s, kBk, 1,
-                                             vp + static_cast<int64_t>(j0) * d.HSP, d.HSP, nq, nk,
-                                             d.HSP);
+    (j0 == 0 ? TileGemmSet : TileGemmAcc)(
+        o, d.HSP, s, kBk, 1, vp + static_cast<int64_t>(j0) * d.HSP, d.HSP, nq, nk, d.HSP);
   }
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
     float* dst = out + (static_cast<int64_t>(b) * d.T + t) * d.C + h * d.HS;
-    const float l = hsum16(load16(w.l + 16 * r));
+    const float l = SumOf16(w.l + 16 * r);
     const float inv = 1.0f / l;
     for (int x = 0; x < d.HS; ++x) dst[x] = o[r * d.HSP + x] * inv;
     lse[(static_cast<int64_t>(b) * d.NH + h) * d.T + t] = w.m[r] + std::log(l);
@@ -110,8 +117,8 @@ void forward_block(float* out, float* lse, const float* q, const float* kt, cons
 
 }  // namespace
 
-void attention_forward(AttentionWorkspace& ws, float* out, float* lse, const float* qkv, int B,
-                       int T, int C, int NH, float dropout_p, uint64_t seed) {
+void AttentionForward(AttentionWorkspace& ws, float* out, float* lse, const float* qkv, int B,
+                      int T, int C, int NH, float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
   ws.reserve(omp_get_max_threads(), ForwardScratch(d, nullptr).floats);
@@ -126,12 +133,6 @@ void attention_forward(AttentionWorkspace& ws, float* out, float* lse, const flo
       [&](ForwardScratch& w, int b, int h, int i0) {
         forward_block(out, lse, head(b, h), w.kt, w.vp, b, h, i0, d, w);
       });
-}
-
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
-                       float dropout_p, uint64_t seed) {
-  AttentionWorkspace ws;
-  attention_forward(ws, out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 
 namespace {
@@ -199,18 +200,18 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
       // past nkv are neither computed nor multiplied (backward_row zeroes them in s and dp).
       const int nkv = std::min(nk, i0 + nq - j0);
       const int wkv = (nkv + 15) / 16 * 16;
-      tile_gemm_set(w.s, kBk, qb, HSP, 1, key_tile(w.kt, j0, d), kBk, nq, HS, wkv);
-      tile_gemm_set(w.dp, kBk, dobk, HSP, 1, key_tile(w.vt, j0, d), kBk, nq, HS, wkv);
+      TileGemmSet(w.s, kBk, qb, HSP, 1, key_tile(w.kt, j0, d), kBk, nq, HS, wkv);
+      TileGemmSet(w.dp, kBk, dobk, HSP, 1, key_tile(w.vt, j0, d), kBk, nq, HS, wkv);
       for (int r = 0; r < nq; ++r) {
         const int t = i0 + r;
         const int nv = std::clamp(t - j0 + 1, 0, nk);
         float* srow = w.s + r * kBk;    // scores -> dropped probabilities P*M
         float* dprow = w.dp + r * kBk;  // dout.v -> dscore * scale
-        backward_row(srow, dprow, nv, lse_h[t], delta[t], b, h, t, j0, d);
+        BackwardRow(srow, dprow, nv, lse_h[t], delta[t], b, h, t, j0, d);
       }
       // dV += (P*M)^T dO;  dK += dS^T Q;  dQ += dS K (each = on its first product).
       // Rows nkv.. of dV, dK get nothing from this query block: zero when it is the first.
-      const auto dkv_gemm = i0 == first_i0 ? tile_gemm_set : tile_gemm_acc;
+      const auto dkv_gemm = i0 == first_i0 ? TileGemmSet : TileGemmAcc;
       dkv_gemm(w.dvb, HSP, w.s, 1, kBk, dobk, HSP, nkv, nq, HSP);
       dkv_gemm(w.dkb, HSP, w.dp, 1, kBk, qb, HSP, nkv, nq, HSP);
       if (i0 == first_i0 && nkv < nk) {
@@ -219,7 +220,7 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
         std::fill(w.dkb + static_cast<int64_t>(nkv) * HSP, w.dkb + static_cast<int64_t>(nk) * HSP,
                   0.0f);
       }
-      (G == 1 && j0 == 0 ? tile_gemm_set : tile_gemm_acc)(
+      (G == 1 && j0 == 0 ? TileGemmSet : TileGemmAcc)(
           dq + static_cast<int64_t>(i0) * HSP, HSP, w.dp, kBk, 1,
           w.kp + static_cast<int64_t>(j0) * HSP, HSP, nq, nkv, HSP);
     }
@@ -244,9 +245,9 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
 
 }  // namespace
 
-void attention_backward(AttentionWorkspace& ws, float* dqkv, const float* dout, const float* out,
-                        const float* lse, const float* qkv, int B, int T, int C, int NH,
-                        float dropout_p, uint64_t seed) {
+void AttentionBackward(AttentionWorkspace& ws, float* dqkv, const float* dout, const float* out,
+                       const float* lse, const float* qkv, int B, int T, int C, int NH,
+                       float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int BH = B * NH;
   const int G = key_groups(BH, T, omp_get_max_threads());
@@ -284,6 +285,33 @@ void attention_backward(AttentionWorkspace& ws, float* dqkv, const float* dout, 
   }
 }
 
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(AttentionForward);
+HWY_EXPORT(AttentionBackward);
+
+void attention_forward(AttentionWorkspace& ws, float* out, float* lse, const float* qkv, int B,
+                       int T, int C, int NH, float dropout_p, uint64_t seed) {
+  HWY_DYNAMIC_DISPATCH(AttentionForward)(ws, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+}
+
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
+                       float dropout_p, uint64_t seed) {
+  AttentionWorkspace ws;
+  attention_forward(ws, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+}
+
+void attention_backward(AttentionWorkspace& ws, float* dqkv, const float* dout, const float* out,
+                        const float* lse, const float* qkv, int B, int T, int C, int NH,
+                        float dropout_p, uint64_t seed) {
+  HWY_DYNAMIC_DISPATCH(AttentionBackward)
+  (ws, dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+}
+
 void attention_backward(float* dqkv, const float* dout, const float* out, const float* lse,
                         const float* qkv, int B, int T, int C, int NH, float dropout_p,
                         uint64_t seed) {
@@ -292,3 +320,4 @@ void attention_backward(float* dqkv, const float* dout, const float* out, const 
 }
 
 }  // namespace nanogpt::cpu
+#endif  // HWY_ONCE

@@ -1,15 +1,15 @@
-// What the flash attention kernels share (attention.cpp in float32, attention_bf16.cpp in native
-// bfloat16): block sizes, the dimensions of a call, the forward's parallel task loop, the K^T / V^T
-// packing transpose, and the per-row softmax of a score tile (forward: online max/sum with
-// dropout; backward: probabilities from lse and dS), all in float32.
+// What the build-target flash attention kernels share (attention_bf16.cpp in native bfloat16; the
+// float32 kernel, attention.cpp, is dispatched per CPU target and has attention_tiles-inl.h): the
+// K^T / V^T packing transpose and the per-row softmax of a score tile (forward: online max/sum
+// with dropout; backward: probabilities from lse and dS), all in float32. Block sizes, Dims and the
+// forward's task loop are attention_dims.h's.
 #pragma once
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -18,37 +18,6 @@
 #endif
 
 namespace nanogpt::cpu::attention_tiles {
-
-constexpr int kBq = 32;  // query rows per block
-constexpr int kBk = 64;  // keys per block (the width of the score tile)
-
-struct Dims {
-  int B, T, TP, C, NH, HS, HSP;  // TP: T rounded up to kBk; HSP: HS rounded up to 16
-  float scale, p, keep_scale;
-  uint64_t seed;
-};
-
-inline Dims make_dims(int B, int T, int C, int NH, float p, uint64_t seed) {
-  const int HS = C / NH;
-  return {B,
-          T,
-          (T + kBk - 1) / kBk * kBk,
-          C,
-          NH,
-          HS,
-          (HS + 15) / 16 * 16,
-          1.0f / std::sqrt(static_cast<float>(HS)),
-          p,
-          p > 0 ? 1.0f / (1.0f - p) : 1.0f,
-          seed};
-}
-
-// Key groups per head in backward: enough tasks for 4 per thread, at most one per key block.
-inline int key_groups(int BH, int T, int threads) {
-  const int nkb = (T + kBk - 1) / kBk;
-  const int want = (4 * threads + BH - 1) / BH;
-  return std::clamp(want, 1, nkb);
-}
 
 // A 32-bit element (float or a bf16 pair) that may be read and written through any type.
 typedef uint32_t Word32 __attribute__((may_alias));
@@ -117,19 +86,6 @@ inline float hsum16(Vec16 v) {
   v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
   return v[0];
 }
-inline uint64_t mask_index(int b, int h, int t, int s, const Dims& d) {
-  return ((static_cast<uint64_t>(b) * d.NH + h) * d.T + t) * d.T + s;
-}
-
-constexpr float kLog2e = 1.44269504088896341f;
-
-// How far (natural-log units) a row's running max m may lag behind the true max of the scores seen
-// (FlashAttention-4's lazy rescale): while no new scaled score exceeds m + kLazyRescale, m is kept,
-// so the row's accumulated output and sum need no rescaling. The result is the same softmax (every
-// term carries the same factor e^-m, removed by the final 1/l and by lse = m + log l); the
-// unnormalized probabilities stay below e^8 ~ 3e3, far from float overflow.
-constexpr float kLazyRescale = 8.0f;
-
 // The 4 vectors of a score row; lanes at or past nv (when nv < kBk) are invalid.
 struct ScoreRow {
   Vec16 v[4];
@@ -154,7 +110,8 @@ struct ScoreRow {
   bool any_above(float lim, int nv) const {
 #ifdef __AVX512F__
     __mmask16 above = 0;
-    for (int i = 0; i < 4; ++i) above |= _mm512_cmp_ps_mask((__m512)v[i], _mm512_set1_ps(lim), _CMP_GT_OQ);
+    for (int i = 0; i < 4; ++i)
+      above |= _mm512_cmp_ps_mask((__m512)v[i], _mm512_set1_ps(lim), _CMP_GT_OQ);
     if (nv == kBk) return above != 0;
 #endif
     return max(nv) > lim;
@@ -171,10 +128,10 @@ struct ScoreRow {
 
 // Forward, one score row of query t against key block j0 (row: kBk raw scores, the first nv
 // valid): row becomes the dropped, unnormalized probabilities exp(s*scale - m) (zero past nv) for
-// the row's running max m, and lsum (16 partial sums; the row's l is their total) gets the undropped
-// ones added. m is raised (to the max of the scores seen) only when a score exceeds it by more than
-// kLazyRescale, and lsum then rescaled. Returns the factor the row's output accumulated so far must
-// be multiplied by: 1 when m was kept (no rescale), 0 when nothing was accumulated yet.
+// the row's running max m, and lsum (16 partial sums; the row's l is their total) gets the
+// undropped ones added. m is raised (to the max of the scores seen) only when a score exceeds it by
+// more than kLazyRescale, and lsum then rescaled. Returns the factor the row's output accumulated
+// so far must be multiplied by: 1 when m was kept (no rescale), 0 when nothing was accumulated yet.
 inline float softmax_row(float* row, int nv, float& m, float* lsum, int b, int h, int t, int j0,
                          const Dims& d) {
   // Locals, not d's fields: the stores to row could alias a float of d (through a reference),
@@ -200,30 +157,6 @@ inline float softmax_row(float* row, int nv, float& m, float* lsum, int b, int h
     for (int j = 0; j < nv; ++j) row[j] *= dropout_keep(seed, base + j, p, keep_scale);
   }
   return corr;
-}
-
-// The forward's parallel loop. Task i: head i/nqb, query block nqb-1 - i%nqb: the longest rows
-// first, so the short ones fill in at the end; consecutive tasks of a thread mostly share the head,
-// whose K and V it packs once: pack(w, b, h) when the thread starts on a head, then
-// block(w, b, h, i0) for the query block at row i0. Each thread's scratch w is make(thread).
-template <class MakeScratch, class Pack, class Block>
-void run_forward_tasks(const Dims& d, MakeScratch make, Pack pack, Block block) {
-  const int BH = d.B * d.NH, nqb = (d.T + kBq - 1) / kBq;
-#pragma omp parallel
-  {
-    auto w = make(omp_get_thread_num());
-    int packed = -1;  // the head whose K, V are in w
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < int64_t{BH} * nqb; ++i) {
-      const int bh = static_cast<int>(i / nqb), qb = nqb - 1 - static_cast<int>(i % nqb);
-      const int b = bh / d.NH, h = bh % d.NH;
-      if (packed != bh) {
-        pack(w, b, h);
-        packed = bh;
-      }
-      block(w, b, h, qb * kBq);
-    }
-  }
 }
 
 // Backward, one row of query t against key block j0: srow (kBk scores) becomes the dropped
