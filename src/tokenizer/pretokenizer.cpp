@@ -136,10 +136,14 @@ bool is_class_change(std::string_view text, size_t pos) {
 
 }  // namespace
 
+bool is_stream_cut(std::string_view text, size_t pos) {
+  return is_safe_split(text, pos) || is_class_change(text, pos);
+}
+
 size_t find_stream_cut(std::string_view text, size_t limit) {
   limit = std::min(limit, text.size() >= 4 ? text.size() - 4 : 0);
   for (size_t pos = limit; pos >= 1; --pos) {
-    if (is_safe_split(text, pos) || is_class_change(text, pos)) return pos;
+    if (is_stream_cut(text, pos)) return pos;
   }
   return 0;
 }

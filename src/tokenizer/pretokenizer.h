@@ -37,5 +37,7 @@ std::vector<size_t> split_points(std::string_view text, int parts);
 // Cuts: is_safe_split points, and changes between two of the classes letter, number, other of two
 // valid characters the first of which is not an apostrophe (for text without ASCII spaces).
 size_t find_stream_cut(std::string_view text, size_t limit);
+// True if pos is such a cut; requires 1 <= pos and pos + 4 <= text.size().
+bool is_stream_cut(std::string_view text, size_t pos);
 
 }  // namespace nanogpt
