@@ -13,7 +13,11 @@ BlockReader::BlockReader(DocumentReader& docs, BlockCut cut, size_t block_bytes,
       cut_(cut),
       block_bytes_(std::max<size_t>(block_bytes, 1)),
       chunk_bytes_(std::max<size_t>(block_bytes_ / 4, 4096)),
-      char_separators_(char_separators) {}
+      char_separators_(char_separators) {
+  // The most the read-ahead holds outside the growth of a block without a cut: reserved once, so
+  // appending never doubles the buffer.
+  pending_.reserve(block_bytes_ + chunk_bytes_ + kCutMargin + 1);
+}
 
 void BlockReader::fill(size_t want) {
   while (!doc_eof_ && available() <= want) {

@@ -34,12 +34,13 @@ PreparePlan make_plan(int64_t budget, int threads, bool gpt2) {
     p.word_cache_bytes = std::clamp(b / (8 * static_cast<size_t>(threads)), WordCache::kMinMaxBytes,
                                     kMaxWordCacheBytes);
   }
-  // A JSONL line is held raw, parsed and as the document's text: 3x.
+  // A JSONL line is held raw (its buffer may double while it grows), parsed and as the document's
+  // text: 4x.
   p.max_whole_bytes = std::max(kMiB, b / 16);
   p.copy_buffer_bytes = std::clamp(b / 4, kMiB, 64 * kMiB);
   const int64_t fixed = static_cast<int64_t>(threads) *
                             static_cast<int64_t>(p.word_cache_bytes + kWorkerScratchBytes) +
-                        3 * static_cast<int64_t>(p.max_whole_bytes) + kFixedBytes;
+                        4 * static_cast<int64_t>(p.max_whole_bytes) + kFixedBytes;
   const double rest = static_cast<double>(budget - fixed);
   p.block_bytes =
       rest > 0 ? std::min(kMaxBlockBytes,
@@ -56,7 +57,7 @@ int64_t PreparePlan::planned_bytes() const {
   const auto pipeline =
       static_cast<int64_t>(blocks) +
       static_cast<int64_t>(threads) * static_cast<int64_t>(word_cache_bytes + kWorkerScratchBytes) +
-      3 * static_cast<int64_t>(max_whole_bytes) + static_cast<int64_t>(kFixedBytes);
+      4 * static_cast<int64_t>(max_whole_bytes) + static_cast<int64_t>(kFixedBytes);
   // The copy buffer is used after the pipeline has ended.
   return std::max(pipeline, static_cast<int64_t>(copy_buffer_bytes));
 }
