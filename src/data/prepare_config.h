@@ -24,7 +24,8 @@ struct PrepareConfig {
   void visit(Visitor&& v) {
     v("tokenizer", tokenizer, "'char' (vocab = the corpus's characters) or 'gpt2' (BPE)");
     v("input", input,
-      "comma-separated text files, .jsonl files ({\"text\": ...} per line) and directories");
+      "comma-separated text files, .jsonl files ({\"text\": ...} per line), gzip of either "
+      "(.txt.gz, .jsonl.gz) and directories");
     v("out_dir", out_dir, "where train.bin, val.bin and meta.json are written (created)");
     v("val_fraction", val_fraction, "last fraction of the tokens written to val.bin");
     v("format", format,
@@ -41,7 +42,8 @@ struct PrepareConfig {
       "one val.bin, cut into such shards only past the 2147483647 tokens a header can count");
     v("strip_pos_tags", strip_pos_tags,
       "Brown corpus: turn word/tag tokens into words and read only its text files (ca01...)");
-    v("progress", progress, "show bytes done, MB/s and ETA on stderr when it is a terminal");
+    v("progress", progress,
+      "show bytes done, tokens, MB/s and ETA on stderr when it is a terminal");
   }
 
   // Throws nanogpt::Error naming the key and what to change.
