@@ -52,7 +52,7 @@ struct PrepareReport {
 // called at each stage of the output (prepare_output.h).
 struct PrepareOverrides {
   size_t block_bytes = 0;  // 0: from the memory plan
-  StageHook stage_hook;
+  StageHook stage_hook = nullptr;
 };
 
 // Throws nanogpt::Error (naming the file/key) on bad config, unreadable input or unwritable output;
