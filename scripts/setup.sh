@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libomp-dev           # OpenMP: the one thread runtime (oneDNN in Debian uses it too)
   libfmt-dev           # fmt: formatting of logs and error messages
   nlohmann-json3-dev   # nlohmann-json: meta.json, state.json, safetensors headers, metrics.jsonl
+  zlib1g-dev           # zlib: prepare reads gzip-compressed corpora (.txt.gz, .jsonl.gz)
   libpcre2-dev         # PCRE2: reference GPT-2 pre-tokenizer regex (Unicode classes)
   libgtest-dev         # GoogleTest: the test suite
   libbenchmark-dev     # Google Benchmark: bench/

@@ -10,9 +10,11 @@ namespace nanogpt::cli {
 
 std::string prepare_help() {
   return "usage: nanogpt prepare --tokenizer=char|gpt2 --input=PATH[,PATH...] --out_dir=DIR "
-         "[--val_fraction=0.1] [--format=nanogpt|llmc]\n"
+         "[--val_fraction=0.1] [--format=nanogpt|llmc] [--memory_budget=1G]\n"
          "Inputs: text files, directories of text files (recursive, sorted), .jsonl files with a\n"
-         "\"text\" field; each file or JSONL line is one document. Keys:\n" +
+         "\"text\" field, and gzip-compressed versions of each (.txt.gz, .jsonl.gz); each file or\n"
+         "JSONL line is one document. The input streams through in blocks: memory stays within\n"
+         "memory_budget whatever the corpus size. Keys:\n" +
          format_keys_help(describe_keys<PrepareConfig>());
 }
 

@@ -14,6 +14,10 @@ std::vector<std::string> dataset_files(const std::string& data_dir, const std::s
   CHECK(fs::is_directory(data_dir),
         "data directory '{}' does not exist; create it with `nanogpt prepare --out_dir={}`",
         data_dir, data_dir);
+  CHECK(!fs::exists(fs::path(data_dir) / kPrepareIncompleteMarker),
+        "data directory '{}' holds {}: a `nanogpt prepare` into it was interrupted while it put "
+        "its files in place, so they may not belong together; run that prepare again",
+        data_dir, kPrepareIncompleteMarker);
   const fs::path single = fs::path(data_dir) / (split + ".bin");
   if (fs::is_regular_file(single)) return {single.string()};
   std::vector<std::string> shards;

@@ -1,13 +1,11 @@
-// Expanding prepare's inputs into files and reading documents (text, JSONL, Brown-tagged).
+// Expanding prepare's inputs into files (directories sorted, hidden and binary files skipped).
 #include "data/documents.h"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
-#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "data/brown.h"
+#include "data/input_stream.h"
 
 namespace nanogpt {
 
@@ -15,20 +13,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  CHECK(in.good(), "cannot open input file '{}' for reading", path.string());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(!in.bad(), "error reading input file '{}'", path.string());
-  return bytes;
-}
-
+// The first n bytes of a file, decompressed if it is gzip; empty if it cannot be read.
 std::string head_bytes(const fs::path& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(n, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(n));
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  return bytes;
+  try {
+    InputStream in(path);
+    std::string bytes;
+    while (bytes.size() < n && in.read(bytes, n - bytes.size()) > 0) {
+    }
+    return bytes;
+  } catch (const Error&) {
+    return {};  // (a file we cannot read fails later with its own message when it is read)
+  }
 }
 
 std::string trim(std::string s) {
@@ -46,7 +41,7 @@ bool hidden(const fs::path& p) {
 }  // namespace
 
 bool looks_binary(std::string_view bytes) {
-  return bytes.substr(0, 8192).find('\0') != std::string_view::npos;
+  return bytes.substr(0, kBinaryProbeBytes).find('\0') != std::string_view::npos;
 }
 
 InputFiles expand_inputs(const std::string& inputs, bool brown_only) {
@@ -79,7 +74,7 @@ InputFiles expand_inputs(const std::string& inputs, bool brown_only) {
       }
       if (!it->is_regular_file()) continue;
       if ((brown_only && !is_brown_text_file(it->path())) ||
-          looks_binary(head_bytes(it->path(), 8192))) {
+          looks_binary(head_bytes(it->path(), kBinaryProbeBytes))) {
         result.skipped.push_back(it->path());
         continue;
       }
@@ -91,42 +86,6 @@ InputFiles expand_inputs(const std::string& inputs, bool brown_only) {
   CHECK(!result.files.empty(), "input '{}' names no readable text files{}", inputs,
         result.skipped.empty() ? "" : fmt::format(" ({} skipped)", result.skipped.size()));
   return result;
-}
-
-void read_documents(const fs::path& file, bool strip_pos_tags, std::vector<Document>& out) {
-  std::string bytes = read_file_bytes(file);
-  const std::string name = file.string();
-  if (file.extension() != ".jsonl") {
-    CHECK(!looks_binary(bytes),
-          "input file '{}' looks binary (has a NUL byte in its first 8 KiB); give text, .jsonl "
-          "or a directory",
-          name);
-    out.push_back({name, strip_pos_tags ? strip_brown_tags(bytes) : std::move(bytes)});
-    return;
-  }
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < bytes.size()) {
-    size_t eol = bytes.find('\n', pos);
-    if (eol == std::string::npos) eol = bytes.size();
-    std::string_view line(bytes.data() + pos, eol - pos);
-    pos = eol + 1;
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}:{}: not valid JSON ({}); a .jsonl file holds one JSON object per line", name,
-           line_no, e.what());
-    }
-    CHECK(j.is_object() && j.contains("text") && j["text"].is_string(),
-          "{}:{}: expected a JSON object with a string field \"text\", found {}", name, line_no,
-          j.dump().substr(0, 80));
-    std::string text = j["text"].get<std::string>();
-    out.push_back({fmt::format("{}:{}", name, line_no),
-                   strip_pos_tags ? strip_brown_tags(text) : std::move(text)});
-  }
 }
 
 }  // namespace nanogpt

@@ -1,6 +1,10 @@
 // PrepareConfig validation.
 #include "data/prepare_config.h"
 
+#include <cstdint>
+#include <limits>
+
+#include "core/byte_size.h"
 #include "core/check.h"
 
 namespace nanogpt {
@@ -17,6 +21,16 @@ void PrepareConfig::validate() const {
   CHECK(format == "nanogpt" || format == "llmc",
         "format = '{}': expected 'nanogpt' (raw uint16 .bin) or 'llmc' (llm.c shard)", format);
   CHECK(threads >= 0, "threads = {}: expected >= 0 (0 = all cores)", threads);
+  CHECK(parse_byte_size(memory_budget, "memory_budget") > 0,
+        "memory_budget = '{}': expected a positive size such as 1G", memory_budget);
+  CHECK(shard_tokens >= 0 && shard_tokens <= std::numeric_limits<int32_t>::max(),
+        "shard_tokens = {}: expected 0 (one file per split) or 1 .. 2147483647 (the most an llm.c "
+        "header counts)",
+        shard_tokens);
+  CHECK(shard_tokens == 0 || format == "llmc",
+        "shard_tokens = {} applies to format='llmc' only: nanoGPT's train.bin and val.bin are "
+        "single files; drop shard_tokens or add --format=llmc",
+        shard_tokens);
 }
 
 }  // namespace nanogpt

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "core/check.h"
@@ -42,28 +41,50 @@ CharTokenizer::CharTokenizer(std::vector<char32_t> chars) : chars_(std::move(cha
   }
 }
 
-CharTokenizer CharTokenizer::build(std::string_view text) {
-  std::set<char32_t> seen;
-  bool ascii_seen[128] = {};
+size_t CodePointSet::add(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {
     const auto c = static_cast<unsigned char>(text[pos]);
     if (c < 0x80) {
-      ascii_seen[c] = true;
+      bits_[c / 64] |= uint64_t{1} << (c % 64);
       ++pos;
       continue;
     }
     const Utf8Char u = decode_utf8(text, pos);
-    CHECK(u.valid,
-          "char tokenizer: invalid UTF-8 byte 0x{:02X} at byte offset {}; the corpus must "
-          "be UTF-8 text",
-          static_cast<unsigned>(c), pos);
-    seen.insert(u.cp);
+    if (!u.valid) return pos;
+    bits_[u.cp / 64] |= uint64_t{1} << (u.cp % 64);
     pos += u.len;
   }
-  for (char32_t c = 0; c < 128; ++c) {
-    if (ascii_seen[c]) seen.insert(c);
+  return text.size();
+}
+
+void CodePointSet::merge(const CodePointSet& other) {
+  for (size_t i = 0; i < bits_.size(); ++i) bits_[i] |= other.bits_[i];
+}
+
+size_t CodePointSet::size() const {
+  size_t n = 0;
+  for (uint64_t w : bits_) n += static_cast<size_t>(__builtin_popcountll(w));
+  return n;
+}
+
+std::vector<char32_t> CodePointSet::sorted() const {
+  std::vector<char32_t> out;
+  for (size_t i = 0; i < bits_.size(); ++i) {
+    for (uint64_t w = bits_[i]; w != 0; w &= w - 1) {
+      out.push_back(static_cast<char32_t>(i * 64 + static_cast<size_t>(__builtin_ctzll(w))));
+    }
   }
-  return CharTokenizer(std::vector<char32_t>(seen.begin(), seen.end()));
+  return out;
+}
+
+CharTokenizer CharTokenizer::build(std::string_view text) {
+  CodePointSet set;
+  const size_t bad = set.add(text);
+  CHECK(bad == text.size(),
+        "char tokenizer: invalid UTF-8 byte 0x{:02X} at byte offset {}; the corpus must "
+        "be UTF-8 text",
+        static_cast<unsigned>(static_cast<unsigned char>(text[bad])), bad);
+  return CharTokenizer(set.sorted());
 }
 
 std::vector<TokenId> CharTokenizer::encode(std::string_view text) const {

@@ -10,6 +10,24 @@
 
 namespace nanogpt {
 
+// The set of code points of UTF-8 text collected piece by piece (prepare's first pass over a
+// corpus it does not hold): a bitmap over U+0000..U+10FFFF (136 KiB); sets of several threads
+// merge.
+class CodePointSet {
+ public:
+  CodePointSet() : bits_((kCodePoints + 63) / 64) {}
+  // Adds the characters of text. Returns text.size(), or the byte offset of the first invalid UTF-8
+  // byte (the characters before it are added).
+  size_t add(std::string_view text);
+  void merge(const CodePointSet& other);
+  size_t size() const;
+  std::vector<char32_t> sorted() const;
+
+ private:
+  static constexpr size_t kCodePoints = 0x110000;
+  std::vector<uint64_t> bits_;
+};
+
 class CharTokenizer : public Tokenizer {
  public:
   // Vocabulary of text (valid UTF-8; throws naming the byte offset of invalid UTF-8).

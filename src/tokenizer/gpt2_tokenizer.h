@@ -38,12 +38,16 @@ class Gpt2Tokenizer : public Tokenizer {
   // (pretokenizer.h: split_points).
   std::vector<TokenId> encode_parallel(std::string_view text, int threads) const;
 
-  // One thread's encoder with a word cache kept across calls (not thread-safe itself).
+  // One thread's encoder with a word cache kept across calls (not thread-safe itself). The cache
+  // holds at most cache_bytes (WordCache), however much text goes through the session.
   class Session {
    public:
-    explicit Session(const Gpt2Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
+    explicit Session(const Gpt2Tokenizer& tokenizer,
+                     size_t cache_bytes = WordCache::kDefaultMaxBytes)
+        : tokenizer_(&tokenizer), cache_(cache_bytes) {}
     // Appends the ids of text to out.
     void encode(std::string_view text, std::vector<TokenId>& out);
+    const WordCache& cache() const { return cache_; }
 
    private:
     const Gpt2Tokenizer* tokenizer_;

@@ -114,4 +114,38 @@ std::vector<size_t> split_points(std::string_view text, int parts) {
   return points;
 }
 
+namespace {
+
+// True if a piece boundary at pos depends on the two characters around it only: a valid
+// character of class letter, number or other (not an apostrophe, which may open a contraction)
+// followed by one of another non-space class. The piece before pos is a run of the first class
+// (or a contraction ending in a letter) and ends at pos whether or not text goes on; the piece
+// from pos is found by looking forward only.
+bool is_class_change(std::string_view text, size_t pos) {
+  size_t start = pos - 1;
+  while (start > 0 && pos - start < 4 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+    --start;
+  }
+  const Utf8Char prev = decode_utf8(text, start);
+  if (!prev.valid || start + prev.len != pos || prev.cp == '\'') return false;
+  const CharClass before =
+      prev.cp < 0x80 ? ascii_class(static_cast<unsigned char>(prev.cp)) : char_class(prev.cp);
+  const CharClass after = unit_at(text, pos).cls;
+  return before != CharClass::kSpace && after != CharClass::kSpace && before != after;
+}
+
+}  // namespace
+
+bool is_stream_cut(std::string_view text, size_t pos) {
+  return is_safe_split(text, pos) || is_class_change(text, pos);
+}
+
+size_t find_stream_cut(std::string_view text, size_t limit) {
+  limit = std::min(limit, text.size() >= 4 ? text.size() - 4 : 0);
+  for (size_t pos = limit; pos >= 1; --pos) {
+    if (is_stream_cut(text, pos)) return pos;
+  }
+  return 0;
+}
+
 }  // namespace nanogpt

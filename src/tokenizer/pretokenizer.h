@@ -30,4 +30,14 @@ bool is_safe_split(std::string_view text, size_t pos);
 // identical to encoding the whole text.
 std::vector<size_t> split_points(std::string_view text, int parts);
 
+// For streaming a document in blocks when only a prefix `text` of it has been read: the largest
+// cut c in [1, limit] such that pre-tokenizing text[0, c) alone and then the document from c on
+// gives the pieces of one pass over the whole document, whatever follows `text`; 0 if none.
+// Cuts lie at least 4 bytes before the end of text (the characters around a cut are complete).
+// Cuts: is_safe_split points, and changes between two of the classes letter, number, other of two
+// valid characters the first of which is not an apostrophe (for text without ASCII spaces).
+size_t find_stream_cut(std::string_view text, size_t limit);
+// True if pos is such a cut; requires 1 <= pos and pos + 4 <= text.size().
+bool is_stream_cut(std::string_view text, size_t pos);
+
 }  // namespace nanogpt

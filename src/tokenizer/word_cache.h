@@ -1,5 +1,7 @@
 // WordCache: piece bytes -> token ids, so repeated words skip the BPE merge. An open-addressing
 // table over two flat arrays (key bytes, ids) addressed by offsets; owned by one thread/session.
+// Its memory is bounded by max_bytes whatever the input: when a part is full the cache is cleared
+// (kept allocated) and refills, so a corpus of endless distinct words cannot grow it.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +15,13 @@ namespace nanogpt {
 
 class WordCache {
  public:
-  static constexpr size_t kMaxWordBytes = 128;     // longer pieces are not cached
-  static constexpr size_t kMaxEntries = 1u << 20;  // cleared when full (bounded memory)
+  static constexpr size_t kMaxWordBytes = 128;  // longer pieces are not cached
+  static constexpr size_t kDefaultMaxBytes = size_t{128} << 20;
+  static constexpr size_t kMinMaxBytes = size_t{512} << 10;
 
-  WordCache() { slots_.resize(kInitialSlots); }
+  // max_bytes (>= kMinMaxBytes) bounds slots, key bytes and ids together: a quarter each, so that
+  // growing one of them (old and new arrays alive at once) stays under max_bytes too.
+  explicit WordCache(size_t max_bytes = kDefaultMaxBytes);
 
   static uint64_t hash(std::string_view word) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ word.size();
@@ -53,6 +58,12 @@ class WordCache {
   void insert(std::string_view word, uint64_t h, std::span<const uint32_t> ids);
 
   size_t size() const { return size_; }
+  // Entries held before the cache clears itself (the slot table is at most half full).
+  size_t max_entries() const { return max_slots_ / 2; }
+  // Bytes allocated now (slot table, key bytes, ids).
+  size_t bytes() const {
+    return slots_.capacity() * sizeof(Slot) + keys_.capacity() + ids_.capacity() * sizeof(uint32_t);
+  }
   void clear();
 
  private:
@@ -65,7 +76,13 @@ class WordCache {
     uint16_t n_ids = 0;
   };
   void grow();
+  // Makes room for `more` elements in v without passing cap elements; false if it cannot.
+  template <typename Vec>
+  static bool make_room(Vec& v, size_t more, size_t cap);
 
+  size_t max_slots_;  // power of two
+  size_t max_key_bytes_;
+  size_t max_ids_;
   std::vector<Slot> slots_;    // power-of-two size, at most half full
   std::string keys_;           // key bytes of all entries
   std::vector<uint32_t> ids_;  // ids of all entries

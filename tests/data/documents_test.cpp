@@ -1,13 +1,16 @@
 // Tests of prepare's input side: Brown tag stripping and file filter, directory expansion order
-// (sorted, recursive, hidden/binary skipped), JSONL documents and their errors.
+// (sorted, recursive, hidden/binary skipped), DocumentReader (text streamed in chunks, JSONL
+// documents and their errors, gzip-compressed inputs, the limit on lines read whole).
 #include "data/documents.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <filesystem>
 
 #include "core/check.h"
 #include "data/brown.h"
+#include "data/document_reader.h"
 #include "temp_dir.h"
 
 namespace nanogpt {
@@ -15,6 +18,43 @@ namespace {
 
 using testing::TempDir;
 namespace fs = std::filesystem;
+
+struct Document {
+  std::string origin;
+  std::string text;
+};
+
+// Every document of `files` through a DocumentReader reading `chunk` bytes at a time, and handing
+// text out 5 bytes at a time, so documents cross many reads.
+void read_documents(const std::vector<fs::path>& files, bool strip_pos_tags,
+                    std::vector<Document>& out, size_t chunk = 7, size_t max_whole = 1 << 20) {
+  DocumentReaderOptions options;
+  options.strip_pos_tags = strip_pos_tags;
+  options.chunk_bytes = chunk;
+  options.max_whole_bytes = max_whole;
+  options.limit_hint = " (HINT)";
+  DocumentReader reader(files, options);
+  while (reader.next_document()) {
+    Document d{reader.origin(), ""};
+    while (reader.read(d.text, 5) > 0) {
+    }
+    out.push_back(std::move(d));
+  }
+  EXPECT_EQ(reader.input_offset(), reader.input_total());
+}
+
+void read_documents(const fs::path& file, bool strip_pos_tags, std::vector<Document>& out) {
+  read_documents(std::vector<fs::path>{file}, strip_pos_tags, out);
+}
+
+// Writes bytes gzip-compressed (zlib's gzip writer, as `gzip` would).
+void write_gzip(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
+            static_cast<int>(bytes.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+}
 
 TEST(Brown, StripTagsKeepsWordsAndParagraphs) {
   const std::string tagged =
@@ -129,6 +169,89 @@ TEST(Jsonl, ErrorsNameFileAndLine) {
   expect("bad.jsonl", "2: not valid JSON");
   expect("notext.jsonl", "3: expected a JSON object with a string field \"text\"");
   expect("num.jsonl", "1: expected");
+}
+
+TEST(DocumentReader, TextFilesStreamInChunksAndEachIsOneDocument) {
+  TempDir dir;
+  std::string big;
+  for (int i = 0; i < 3000; ++i) big += "line " + std::to_string(i) + " of a text file\n";
+  testing::write_text(dir.file("big.txt"), big);
+  testing::write_text(dir.file("empty.txt"), "");
+  testing::write_text(dir.file("tail.txt"), "no newline at the end");
+  std::vector<Document> docs;
+  read_documents({dir.file("big.txt"), dir.file("empty.txt"), dir.file("tail.txt")}, false, docs);
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0].text, big);
+  EXPECT_EQ(docs[0].origin, dir.file("big.txt"));
+  EXPECT_EQ(docs[1].text, "");
+  EXPECT_EQ(docs[2].text, "no newline at the end");
+}
+
+TEST(DocumentReader, GzipInputsReadLikeThePlainOnes) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "caf\xc3\xa9 " + std::to_string(i * 7919 % 1000) + "\n";
+  const std::string jsonl =
+      "{\"text\": \"first\"}\n\n{\"text\": \"second\\nline\"}\n{\"text\": \"\"}\n";
+  write_gzip(dir.file("a.txt.gz"), text);
+  write_gzip(dir.file("b.jsonl.gz"), jsonl);
+  write_gzip(dir.file("c.dat"), "gzip whatever the name");  // told by its magic bytes
+  std::vector<Document> docs;
+  read_documents({dir.file("a.txt.gz"), dir.file("b.jsonl.gz"), dir.file("c.dat")}, false, docs);
+  ASSERT_EQ(docs.size(), 5u);
+  EXPECT_EQ(docs[0].text, text);
+  EXPECT_EQ(docs[1].text, "first");
+  EXPECT_EQ(docs[1].origin, dir.file("b.jsonl.gz") + ":1");
+  EXPECT_EQ(docs[2].text, "second\nline");
+  EXPECT_EQ(docs[2].origin, dir.file("b.jsonl.gz") + ":3");
+  EXPECT_EQ(docs[3].text, "");
+  EXPECT_EQ(docs[4].text, "gzip whatever the name");
+  // In a directory a .gz file is text (its decompressed head has no NUL), not a binary to skip.
+  fs::create_directories(dir.file("d"));
+  fs::copy_file(dir.file("a.txt.gz"), dir.file("d/a.txt.gz"));
+  InputFiles in = expand_inputs(dir.file("d"), false);
+  ASSERT_EQ(in.files.size(), 1u);
+  EXPECT_TRUE(in.skipped.empty());
+}
+
+TEST(DocumentReader, TruncatedGzipIsANamedError) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i * 104729 % 99991) + " ";
+  write_gzip(dir.file("full.txt.gz"), text);
+  const std::string gz = testing::read_all(dir.file("full.txt.gz"));
+  testing::write_text(dir.file("cut.txt.gz"), gz.substr(0, gz.size() / 2));
+  std::vector<Document> docs;
+  try {
+    read_documents(dir.file("cut.txt.gz"), false, docs);
+    FAIL() << "a truncated .gz was read without an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(dir.file("cut.txt.gz")), std::string::npos) << what;
+    EXPECT_NE(what.find("truncated"), std::string::npos) << what;
+  }
+}
+
+TEST(DocumentReader, LinesReadWholeAreLimited) {
+  TempDir dir;
+  const std::string long_text(5000, 'x');
+  testing::write_text(dir.file("x.jsonl"),
+                      "{\"text\": \"short\"}\n{\"text\": \"" + long_text + "\"}\n");
+  std::vector<Document> docs;
+  read_documents({dir.file("x.jsonl")}, false, docs, 7, 6000);  // fits
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[1].text, long_text);
+  docs.clear();
+  try {
+    read_documents({dir.file("x.jsonl")}, false, docs, 7, 1000);
+    FAIL() << "a line over the limit was read";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(dir.file("x.jsonl") + ":2: this JSONL line is longer than"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("(HINT)"), std::string::npos) << what;
+  }
 }
 
 }  // namespace

@@ -135,5 +135,22 @@ TEST(CharTokenizer, MalformedMetaErrorsNameTheFile) {
   EXPECT_NE(missing.find("prepare"), std::string::npos) << missing;
 }
 
+TEST(CodePointSet, CollectsInPiecesWhatBuildFindsInTheWhole) {
+  const std::string text = "na\xc3\xafve caf\xc3\xa9 \xe2\x82\xac 5\n\xf0\x9f\x98\x80 zz";
+  CodePointSet a, b;
+  EXPECT_EQ(a.add(text.substr(0, 9)), 9u);  // "na\xc3\xafve ca": cut between characters
+  EXPECT_EQ(b.add(text.substr(9)), text.size() - 9);
+  a.merge(b);
+  EXPECT_EQ(a.sorted(), CharTokenizer::build(text).chars());
+  EXPECT_EQ(a.size(), CharTokenizer::build(text).chars().size());
+  // The offset of the first invalid byte; what came before it is kept.
+  CodePointSet c;
+  EXPECT_EQ(c.add("ab\xff"
+                  "c"),
+            2u);
+  EXPECT_EQ(c.sorted(), (std::vector<char32_t>{U'a', U'b'}));
+  EXPECT_EQ(CodePointSet().add("x\xe2\x82"), 1u);  // a character cut short
+}
+
 }  // namespace
 }  // namespace nanogpt

@@ -121,5 +121,69 @@ TEST(PreTokenizer, MatchesPcre2OnRandomStrings) {
   }
 }
 
+// The pieces of the document, and those of doc[0, cut) then doc[cut, end) pre-tokenized apart.
+void expect_cut_is_exact(std::string_view doc, size_t cut, const std::string& what) {
+  Pieces apart = pretokenize(doc.substr(0, cut));
+  for (auto p : pretokenize(doc.substr(cut))) apart.push_back(p);
+  // (Pieces are views of different strings: compare their bytes.)
+  std::vector<std::string> a(apart.begin(), apart.end());
+  const Pieces whole_pieces = pretokenize(doc);
+  std::vector<std::string> w(whole_pieces.begin(), whole_pieces.end());
+  EXPECT_EQ(a, w) << what << " cut " << cut;
+}
+
+TEST(StreamCut, CutsOfAPrefixAreExactWhateverFollows) {
+  // Classes, apostrophes (contractions), spaces ASCII and not, CJK punctuation, invalid bytes.
+  const char32_t palette[] = {
+      U'a',      U'Z',      U's',      U't',      U'l',      U'e',      U'r',         U'v',
+      U'm',      U'd',      U'0',      U'7',      U' ',      U' ',      U' ',         U'\t',
+      U'\n',     U'\n',     U'\'',     U'\'',     U'!',      U',',      U'.',         U'\u3000',
+      U'\u00A0', U'\u4E2D', U'\u3002', U'\uFF0C', U'\u0301', U'\u0663', U'\U0001F600'};
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<size_t> pick(0, std::size(palette) - 1), len(0, 60);
+  std::uniform_int_distribution<int> coin(0, 19);
+  int cuts = 0;
+  for (int i = 0; i < 1500 && !HasFailure(); ++i) {
+    std::string doc;
+    for (size_t n = len(rng); n > 0; --n) {
+      if (coin(rng) == 0) {
+        doc += static_cast<char>(0x80 + coin(rng));  // a stray continuation byte
+      } else if (coin(rng) == 1) {
+        doc += "\xE4\xB8";  // a character cut short
+      } else {
+        append_utf8(doc, palette[pick(rng)]);
+      }
+    }
+    // Every prefix the reader might hold, every limit.
+    for (size_t have = 0; have <= doc.size(); ++have) {
+      const std::string_view prefix = std::string_view(doc).substr(0, have);
+      for (size_t limit = 1; limit <= have; limit += 3) {
+        const size_t cut = find_stream_cut(prefix, limit);
+        if (cut == 0) continue;
+        ++cuts;
+        ASSERT_LE(cut, limit);
+        ASSERT_LE(cut + 4, have);
+        expect_cut_is_exact(doc, cut, "random document " + std::to_string(i));
+        if (HasFailure()) return;
+      }
+    }
+  }
+  EXPECT_GT(cuts, 5000);
+}
+
+TEST(StreamCut, TextWithoutAsciiSpacesStillHasCuts) {
+  // Chinese: letters and full-width punctuation, no spaces at all.
+  std::string zh;
+  for (int i = 0; i < 50; ++i) zh += "\u4E2D\u6587\u6587\u672C\uFF0C\u6CA1\u6709\u7A7A\u683C\u3002";
+  const size_t cut = find_stream_cut(zh, zh.size() / 2);
+  EXPECT_GT(cut, zh.size() / 2 - 40);
+  expect_cut_is_exact(zh, cut, "Chinese");
+  // Digits after letters.
+  EXPECT_EQ(find_stream_cut("abc123def", 5), 3u);
+  // One long letter run has none; nor does a cut right after an apostrophe.
+  EXPECT_EQ(find_stream_cut(std::string(100, 'x'), 90), 0u);
+  EXPECT_EQ(find_stream_cut("it's fine", 3), 2u);  // "it" | "'s": before the apostrophe
+}
+
 }  // namespace
 }  // namespace nanogpt
