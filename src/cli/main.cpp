@@ -13,8 +13,8 @@
 #include "core/build_info.h"
 #include "core/check.h"
 #include "core/cpu_info.h"
+#include "core/cpu_target.h"
 #include "core/isa_required.h"
-#include "kernels/cpu/cpu_target.h"
 #include "kernels/backend_info.h"
 
 namespace nanogpt::cli {
@@ -32,7 +32,8 @@ const std::map<std::string, Command>& commands() {
       {"train", {train_command, train_help, "train (or resume, or finetune) a GPT"}},
       {"sample", {sample_command, sample_help, "generate text from a checkpoint"}},
       {"export", {export_command, export_help, "write a checkpoint as an llm.c model file"}},
-      {"estimate", {estimate_command, estimate_help, "parameters, FLOPs and peak memory of a config"}},
+      {"estimate",
+       {estimate_command, estimate_help, "parameters, FLOPs and peak memory of a config"}},
       {"sweep", {sweep_command, sweep_help, "run a grid of trainings into results.csv"}},
       {"report", {report_command, report_help, "report.md + report.html of a sweep or a run"}},
       {"autotune", {autotune_command, autotune_help, "fastest micro-batch x accumulation split"}},
@@ -51,7 +52,7 @@ void print_version() {
                       build.compiled_isa.empty() ? "baseline x86-64" : build.compiled_isa);
   text += fmt::format("this CPU:      {}\n", cpu_model_name());
   text += fmt::format("CPU offers:    {}\n", isa_names(nanogpt_cpu_isa()));
-  text += fmt::format("CPU target:    {}\n", cpu::CpuTarget::from_environment().describe());
+  text += fmt::format("CPU target:    {}\n", CpuTarget::from_environment().describe());
   text += fmt::format("oneDNN:        {}, kernels for {}\n", backend.onednn_version,
                       backend.onednn_isa);
   text += fmt::format("threads:       {} (OpenMP; OMP_NUM_THREADS changes it)\n",
@@ -83,6 +84,8 @@ int run(int argc, char** argv) {
     print_usage();
     return args.empty() ? 2 : 0;
   }
+  // NANOGPT_CPU_TARGET caps our kernels and oneDNN's for the whole process (a bad name stops here).
+  apply_cpu_target(CpuTarget::from_environment());
   if (args[0] == "--version" || args[0] == "version") {
     print_version();
     return 0;

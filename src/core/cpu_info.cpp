@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/cpu_target.h"
 #include "core/isa_required.h"
 #include "core/timer.h"
 
@@ -37,7 +38,8 @@ std::string cpu_simd_features() {
 
 bool have_bf16_dot_products() {
 #ifdef __AVX512BF16__
-  return (nanogpt_cpu_isa() & kIsaAvx512bf16) != 0;
+  // The CPU has them and NANOGPT_CPU_TARGET does not cap the dispatch below avx512_bf16.
+  return (nanogpt_cpu_isa() & kIsaAvx512bf16) != 0 && CpuTarget::from_environment().has_bf16_dot();
 #else
   return false;
 #endif
@@ -47,7 +49,8 @@ AutoDtype choose_auto_dtype() {
   if (have_bf16_dot_products()) {
     return {"bfloat16", "this CPU multiplies bfloat16 natively (avx512_bf16)"};
   }
-  return {"float32", "this CPU (or build) has no native bfloat16 products (avx512_bf16 / amx_bf16)"};
+  return {"float32",
+          "this CPU (or build) has no native bfloat16 products (avx512_bf16 / amx_bf16)"};
 }
 
 namespace {
@@ -64,42 +67,9 @@ void keep_chains(const __m512 (&acc)[12]) {
 }
 #endif
 
-// FLOPs done by one call: 12 independent FMA chains keep both FMA pipes full.
-double fma_kernel(int64_t iters, float seed) {
-#if defined(__AVX512F__)
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(seed + static_cast<float>(i));
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  }
-  keep_chains(acc);
-  return static_cast<double>(iters) * 12 * 16 * 2;
-#elif defined(__AVX2__) && defined(__FMA__)
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(seed + static_cast<float>(i));
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  }
-  float out[8];
-  __m256 sum = acc[0];
-  for (int i = 1; i < 12; ++i) sum = _mm256_add_ps(sum, acc[i]);
-  _mm256_storeu_ps(out, sum);
-  volatile float sink = out[0];
-  (void)sink;
-  return static_cast<double>(iters) * 12 * 8 * 2;
-#else
-  float acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = seed + i;
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * 0.999999f + 1e-7f;
-  }
-  volatile float sink = acc[0];
-  (void)sink;
-  return static_cast<double>(iters) * 12 * 2;
-#endif
-}
+// FLOPs done by one call: 12 independent FMA chains at the vector width of the CPU target the
+// dispatch runs (dispatched_probes.cpp), so a capped run is measured against its own peak.
+double fma_kernel(int64_t iters, float seed) { return fma_probe_flops(iters, seed); }
 
 #ifdef __AVX512BF16__
 // FLOPs done by one call: 12 independent vdpbf16ps chains, each instruction 32 products and sums.
@@ -177,7 +147,11 @@ PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use
   fs::path file = dir / "peak_flops.json";
   std::string key =
       cpu_model_name() + " | " + cpu_simd_features() + " | threads " + std::to_string(threads);
-  if (probe == PeakProbe::kBf16Dot) key += " | bf16 dot products";
+  if (probe == PeakProbe::kBf16Dot) {
+    key += " | bf16 dot products";
+  } else {
+    key += " | " + dispatched_hwy_target();  // the vector width the probe ran at
+  }
   // A probe on a busy machine reads low, so the cache keeps the best value ever measured here and
   // every run adds one more short probe to it.
   nlohmann::json cache = nlohmann::json::object();

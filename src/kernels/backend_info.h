@@ -1,5 +1,5 @@
 // What the compute backend is, for `nanogpt --version` and run logs: the oneDNN version and the
-// instruction set its kernels dispatch to on this CPU.
+// instruction set its kernels dispatch to on this CPU; and how a CPU target cap reaches oneDNN.
 #pragma once
 
 #include <string>
@@ -12,5 +12,12 @@ struct BackendInfo {
 };
 
 BackendInfo backend_info();
+
+class CpuTarget;
+// Applies the CPU target to everything that dispatches at run time: Highway's choice for our
+// kernels (CpuTarget::apply) and oneDNN's ISA (dnnl::set_max_cpu_isa, the same level: avx2 caps
+// its matmuls at avx2). oneDNN takes its cap once, before its first primitive: later calls leave
+// it as it is. Called by main() for every command and by each KernelContext.
+void apply_cpu_target(const CpuTarget& target);
 
 }  // namespace nanogpt

@@ -20,7 +20,7 @@ class KernelContext {
   Impl& impl() { return *impl_; }
 
   // The CPU target the dispatched kernels run at and the ones compiled in, e.g. "avx512_bf16
-  // (compiled: baseline sse4 avx2 avx512 avx512_bf16 avx512_spr)" (kernels/cpu/cpu_target.h).
+  // (compiled: baseline sse4 avx2 avx512 avx512_bf16 avx512_spr)" (core/cpu_target.h).
   std::string cpu_target_description() const;
 
  private:

@@ -44,6 +44,9 @@ TEST(Version, NamesTheCpuTargetAndHonoursTheCap) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(version_field(r.output, "CPU target").rfind("sse4 [Highway SSE4]", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("capped by NANOGPT_CPU_TARGET=sse4"), std::string::npos) << r.output;
+  // oneDNN's matmuls follow the cap (its floor is SSE4.1).
+  EXPECT_NE(version_field(r.output, "oneDNN").find("kernels for sse41"), std::string::npos)
+      << r.output;
 
   r = run_command(dir, std::string("NANOGPT_CPU_TARGET=avx3 '") + NANOGPT_BINARY + "' --version");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -11,15 +11,13 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/cpu_target.h"
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
-#include "kernels/cpu/cpu_target.h"
 #include "kernels/ops.h"
 
 namespace nanogpt {
 namespace {
-
-using cpu::CpuTarget;
 
 using testing::for_each_target;
 using testing::UncapOnExit;
@@ -50,7 +48,7 @@ TEST(CpuTarget, UncappedChoosesTheBestRunnableLevel) {
   const CpuTarget t("");
   EXPECT_EQ(t.chosen(), t.runnable().back());
   EXPECT_EQ(t.has_bf16_dot(), t.chosen() == "avx512_bf16" || t.chosen() == "avx512_spr");
-  EXPECT_EQ(t.has_bf16_dot(), cpu::cpu_has_avx512_bf16() && t.chosen() != "avx512");
+  EXPECT_EQ(t.has_bf16_dot(), cpu_has_avx512_bf16() && t.chosen() != "avx512");
 }
 
 TEST(CpuTarget, EachCapRunsThatLevelOrTheBestBelowIt) {
@@ -64,9 +62,19 @@ TEST(CpuTarget, EachCapRunsThatLevelOrTheBestBelowIt) {
     }
     t.apply();
     // What Highway dispatches to is the level's own target (the bf16 levels share AVX3_DL's code).
-    EXPECT_EQ(cpu::dispatched_hwy_target(), t.hwy_target_name()) << level.name;
+    EXPECT_EQ(dispatched_hwy_target(), t.hwy_target_name()) << level.name;
     EXPECT_NE(t.describe().find("capped by NANOGPT_CPU_TARGET=" + level.name), std::string::npos);
   }
+}
+
+TEST(DispatchedProbes, FmaProbeRunsAtEachTargetsWidth) {
+  for_each_target([](const std::string& target) {
+    const double lanes = target.rfind("AVX3", 0) == 0 ? 16
+                         : target == "AVX2"           ? 8
+                         : target == "SCALAR"         ? 1
+                                                      : 4;  // SSE4, SSSE3, EMU128, NEON
+    EXPECT_EQ(fma_probe_flops(1000, 1.0f), 1000 * 12 * 2 * lanes) << target;
+  });
 }
 
 TEST(DispatchedKernels, ResidualMatchesTheReferenceOnEveryTarget) {

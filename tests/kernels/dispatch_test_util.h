@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "kernels/cpu/cpu_target.h"
+#include "core/cpu_target.h"
 
 namespace nanogpt::testing {
 
@@ -16,7 +16,7 @@ namespace nanogpt::testing {
 struct UncapOnExit {
   ~UncapOnExit() {
     hwy::SetSupportedTargetsForTest(0);
-    cpu::CpuTarget("").apply();
+    CpuTarget("").apply();
   }
 };
 
@@ -27,7 +27,7 @@ void for_each_target(Body&& body) {
   for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(t);
     hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-    ASSERT_EQ(cpu::dispatched_hwy_target(), hwy::TargetName(t));
+    ASSERT_EQ(dispatched_hwy_target(), hwy::TargetName(t));
     SCOPED_TRACE(std::string("target ") + hwy::TargetName(t));
     body(std::string(hwy::TargetName(t)));
   }

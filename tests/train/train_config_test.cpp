@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "core/check.h"
 #include "core/cpu_info.h"
 
@@ -21,6 +23,17 @@ TEST(TrainConfigDtype, AutoResolvesToThisCpusChoiceAndSaysWhy) {
   EXPECT_NE(note.find("dtype auto -> " + expected.dtype), std::string::npos) << note;
   EXPECT_NE(note.find(expected.reason), std::string::npos) << note;
   config.validate();
+}
+
+TEST(TrainConfigDtype, AutoIsFloat32WhenTheCpuTargetIsCappedBelowBf16) {
+  ASSERT_EQ(setenv("NANOGPT_CPU_TARGET", "avx2", 1), 0);
+  TrainConfig config;
+  config.dtype = "auto";
+  const std::string note = config.resolve_auto_dtype();
+  const bool bf16 = have_bf16_dot_products();
+  unsetenv("NANOGPT_CPU_TARGET");
+  EXPECT_FALSE(bf16);
+  EXPECT_EQ(config.dtype, "float32") << note;
 }
 
 TEST(TrainConfigDtype, ExplicitValuesAreLeftAsTheyAre) {

@@ -1,9 +1,12 @@
-// backend_info(): oneDNN's version and the CPU ISA it dispatches to (asked from oneDNN itself).
+// backend_info(): oneDNN's version and the CPU ISA it dispatches to (asked from oneDNN itself);
+// apply_cpu_target: the NANOGPT_CPU_TARGET cap given to Highway and to oneDNN.
 #include "kernels/backend_info.h"
 
 #include <fmt/format.h>
 
 #include <dnnl.hpp>
+
+#include "core/cpu_target.h"
 
 namespace nanogpt {
 namespace {
@@ -31,7 +34,27 @@ const char* isa_name(dnnl::cpu_isa isa) {
   }
 }
 
+// oneDNN's ISA for one of our levels (the closest it has; its floor is SSE4.1).
+dnnl::cpu_isa onednn_isa_for(const CpuTarget& target) {
+  const std::string& level = target.chosen();
+  if (level == "avx2") return dnnl::cpu_isa::avx2;
+  if (level == "avx512") return dnnl::cpu_isa::avx512_core;
+  if (level == "avx512_bf16") return dnnl::cpu_isa::avx512_core_bf16;
+  if (level == "avx512_spr") return dnnl::cpu_isa::all;
+  return dnnl::cpu_isa::sse41;  // baseline, sse4 (and ARM, where oneDNN ignores it)
+}
+
 }  // namespace
+
+void apply_cpu_target(const CpuTarget& target) {
+  target.apply();
+  if (target.cap().empty()) return;  // uncapped: oneDNN picks its best, as without us
+  try {
+    dnnl::set_max_cpu_isa(onednn_isa_for(target));
+  } catch (const dnnl::error&) {
+    // Already set (an earlier context), or oneDNN already ran: it keeps the cap it has.
+  }
+}
 
 BackendInfo backend_info() {
   const dnnl_version_t* v = dnnl_version();

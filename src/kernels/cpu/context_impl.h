@@ -15,10 +15,9 @@
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/cpu/cpu_target.h"
+#include "core/cpu_target.h"
 #include "kernels/cpu/attention_workspace.h"
 #include "kernels/context.h"
-#include "kernels/cpu/cpu_target.h"
 #include "kernels/dtype.h"
 
 namespace nanogpt {
@@ -62,7 +61,7 @@ struct CachedMatmul {
 struct KernelContext::Impl {
   // The CPU target the dispatched kernels run at (NANOGPT_CPU_TARGET caps it), applied to Highway
   // when the context is made.
-  cpu::CpuTarget cpu_target = cpu::CpuTarget::from_environment();
+  CpuTarget cpu_target = CpuTarget::from_environment();
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<MatmulKey, CachedMatmul> matmuls;

@@ -1,6 +1,6 @@
 // CpuTarget: the dispatch levels, the CPU's features, the NANOGPT_CPU_TARGET cap and how it is
 // handed to Highway.
-#include "kernels/cpu/cpu_target.h"
+#include "core/cpu_target.h"
 
 #include <fmt/format.h>
 #include <hwy/highway.h>
@@ -14,7 +14,7 @@
 #include <cpuid.h>
 #endif
 
-namespace nanogpt::cpu {
+namespace nanogpt {
 
 namespace {
 
@@ -157,4 +157,4 @@ std::string CpuTarget::describe() const {
   return s + ")";
 }
 
-}  // namespace nanogpt::cpu
+}  // namespace nanogpt

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace nanogpt::cpu {
+namespace nanogpt {
 
 struct CpuLevel {
   std::string name;
@@ -73,7 +73,10 @@ class CpuTarget {
 bool cpu_has_avx512_bf16();
 bool cpu_has_amx_bf16();
 
-// Highway's name of the target HWY_DYNAMIC_DISPATCH runs now ("AVX2", "AVX3_DL", "EMU128", ...).
+// Highway's name of the target HWY_DYNAMIC_DISPATCH runs now ("AVX2", "AVX3_DL", "EMU128", ...),
+// and the fp32 FMA peak probe at that target's width: FLOPs done by `iters` steps of 12 chains
+// (dispatched_probes.cpp).
 std::string dispatched_hwy_target();
+double fma_probe_flops(int64_t iters, float seed);
 
-}  // namespace nanogpt::cpu
+}  // namespace nanogpt
