@@ -27,7 +27,7 @@ using testing::ScopedOmpThreads;
 // Error model. A score is a float dot product of length HS: |ds| <= 4 sqrt(HS) eps scale
 // sum|q k|. A probability P = exp(s - lse) then has relative error
 // dP <= 2 max|ds| + 4 eps (2 + |lse| + |s|) (score and lse errors, 2-ulp exp, roundings).
-// (The flash forward evaluates exp as 2^(s scale log2 e - m log2 e) with a 1-ulp exp2_16: the
+// (The flash forward evaluates exp as 2^(s scale log2 e - m log2 e) with a 1-ulp Exp2 (attention_tiles-inl.h): the
 // rounding of the folded constants adds eps (|s| + |m|), inside the same term. Its running max m
 // may lag the row's max by up to kLazyRescale = 8, so l may reach e^8 T: log l then carries up to
 // (8 + log T) eps more, which the 4 sqrt(T) eps term below covers for T > 64, the only case where

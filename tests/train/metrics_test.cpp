@@ -10,6 +10,7 @@
 
 #include "../data/temp_dir.h"
 #include "core/cpu_info.h"
+#include "core/cpu_target.h"
 
 namespace nanogpt {
 namespace {
@@ -47,7 +48,8 @@ TEST(Mfu, PeakIsThatOfTheArithmeticTheProductsRunIn) {
 
 TEST(PeakProbe, Bf16DotPeakIsMeasuredWhereTheBuildAndCpuHaveBf16) {
   testing::TempDir dir;
-  const PeakFlops bf16 = measure_peak_flops(1, dir.path(), /*use_cache=*/false, PeakProbe::kBf16Dot);
+  const PeakFlops bf16 =
+      measure_peak_flops(1, dir.path(), /*use_cache=*/false, PeakProbe::kBf16Dot);
   if (have_bf16_dot_products()) {
     EXPECT_GT(bf16.flops_per_s, 0.0);
   } else {
@@ -65,6 +67,9 @@ TEST(PeakProbe, EachProbeKeepsItsOwnBestValueInTheCache) {
   std::ifstream(dir.file("peak_flops.json")) >> cache;
   ASSERT_EQ(cache.size(), 1u);
   const std::string fp32_key = cache.begin().key();
+  // "<cpu> | <simd> | threads N | <the Highway target the probe ran at>"
+  const std::string base = fp32_key.substr(0, fp32_key.rfind(" | "));
+  EXPECT_EQ(fp32_key, base + " | " + dispatched_hwy_target());
 
   // A value far above any probe stands for a better day: it is returned, marked as cached.
   cache[fp32_key] = 1e18;
@@ -79,7 +84,7 @@ TEST(PeakProbe, EachProbeKeepsItsOwnBestValueInTheCache) {
   if (have_bf16_dot_products()) {
     EXPECT_LT(bf16.flops_per_s, 1e18);
     ASSERT_EQ(cache.size(), 2u);
-    EXPECT_EQ(cache[fp32_key + " | bf16 dot products"].get<double>(), bf16.flops_per_s);
+    EXPECT_EQ(cache[base + " | bf16 dot products"].get<double>(), bf16.flops_per_s);
   } else {
     EXPECT_EQ(bf16.flops_per_s, 0.0);
     EXPECT_EQ(cache.size(), 1u);

@@ -47,8 +47,8 @@ void pack_rows(float* dst, const float* src, int64_t ld, const Dims& d) {
 void pack_transposed(float* dst, const float* src, int64_t ld, const Dims& d) {
   if (d.T != d.TP) std::fill(dst, dst + static_cast<int64_t>(d.HS) * d.TP, 0.0f);
   for (int t0 = 0; t0 < d.T; t0 += kBk) {
-    Transpose(dst + static_cast<int64_t>(t0 / kBk) * d.HS * kBk, kBk, src + t0 * ld, ld,
-              std::min(kBk, d.T - t0), d.HS);
+    Transpose(reinterpret_cast<Word32*>(dst + static_cast<int64_t>(t0 / kBk) * d.HS * kBk), kBk,
+              reinterpret_cast<const Word32*>(src + t0 * ld), ld, std::min(kBk, d.T - t0), d.HS);
   }
 }
 

@@ -1,5 +1,5 @@
 // Native bfloat16 flash attention (AVX512_BF16): the float32 kernel's blocking and row softmax
-// (attention_tiles.h), with every tile product a bf16 dot product with float32 accumulation
+// (attention_tiles-inl.h), with every tile product a bf16 dot product with float32 accumulation
 // (vdpbf16ps: 2 products per lane per instruction, twice the FMA rate). Inputs are read as bf16
 // where they lie; only what a product needs in another layout is packed once per head:
 //   forward:  S = Q K^T (Q rows as they are, K^T packed), O += P V (P rounded to bf16 per tile,
@@ -20,7 +20,8 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/attention_dims.h"
+#include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/attention_workspace.h"
 #include "kernels/cpu/tile_gemm.h"
 
@@ -32,7 +33,9 @@
 
 namespace nanogpt::cpu {
 
-using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and row softmax
+using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and the task loop
+// The row softmax and the transpose, at the build's static target (not yet dispatched).
+using namespace HWY_NAMESPACE::attention_v;  // NOLINT
 
 namespace {
 
@@ -87,16 +90,17 @@ void pack_pairs_transposed(Pair* dst, const uint16_t* src, int64_t ld, const Dim
   const int H2 = d.HS / 2;
   if (d.T != d.TP) std::fill(dst, dst + static_cast<int64_t>(H2) * d.TP, Pair{0});
   for (int t0 = 0; t0 < d.T; t0 += kBk) {
-    transpose32(dst + static_cast<int64_t>(t0 / kBk) * H2 * kBk, kBk,
-                reinterpret_cast<const Word32*>(src + t0 * ld), ld / 2, std::min(kBk, d.T - t0),
-                H2);
+    Transpose(dst + static_cast<int64_t>(t0 / kBk) * H2 * kBk, kBk,
+              reinterpret_cast<const Word32*>(src + t0 * ld), ld / 2, std::min(kBk, d.T - t0), H2);
   }
 }
 
 // 16 pairs from two bf16 rows: pair x = (r0[x], r1[x]).
 inline __m512i pairs16(const uint16_t* r0, const uint16_t* r1) {
-  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0)));
-  const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1)));
+  const __m512i lo =
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0)));
+  const __m512i hi =
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1)));
   return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
@@ -126,8 +130,8 @@ inline void add_round_to_bf16(uint16_t* dst, const float* src, int n) {
   for (int x = 0; x < n; x += 16) {
     const __m512i old =
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dst + x)));
-    const __m512 sum = _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(old, 16)),
-                                     _mm512_loadu_ps(src + x));
+    const __m512 sum =
+        _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(old, 16)), _mm512_loadu_ps(src + x));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + x), (__m256i)_mm512_cvtneps_pbh(sum));
   }
 }
@@ -153,11 +157,14 @@ inline void round_row(Pair* dst, const float* row) {
   }
 }
 
-// Rows 2q2 and 2q2+1 of a float32 tile (kBk wide) as one row of kBk pairs (row 2q2 in the low half).
+// Rows 2q2 and 2q2+1 of a float32 tile (kBk wide) as one row of kBk pairs (row 2q2 in the low
+// half).
 inline void round_row_pair(Pair* dst, const float* row0, const float* row1) {
   for (int v = 0; v < kBk; v += 16) {
-    const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row0 + v)));
-    const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row1 + v)));
+    const __m512i lo =
+        _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row0 + v)));
+    const __m512i hi =
+        _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row1 + v)));
     _mm512_storeu_si512(dst + v, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
   }
 }
@@ -176,7 +183,7 @@ struct ForwardScratch {
     s = c.take(kBq * kBk);
     o = c.take(static_cast<size_t>(kBq) * d.HS);
     m = c.take(kBq);
-    l = c.take(kBq * 16);  // 16 partial sums per row (softmax_row)
+    l = c.take(kBq * 16);  // 16 partial sums per row (SoftmaxRow)
     floats = c.used();
   }
 };
@@ -193,13 +200,13 @@ void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, i
   const int last_key = i0 + nq - 1;
   for (int j0 = 0; j0 <= last_key; j0 += kBk) {
     const int nk = std::min(kBk, last_key + 1 - j0);
-    gemm(false, s, kBk, qp, ld / 2, 1, w.kt + static_cast<int64_t>(j0) * (d.HS / 2), kBk,
-         nq, d.HS / 2, (nk + 15) / 16 * 16);
+    gemm(false, s, kBk, qp, ld / 2, 1, w.kt + static_cast<int64_t>(j0) * (d.HS / 2), kBk, nq,
+         d.HS / 2, (nk + 15) / 16 * 16);
     for (int r = 0; r < nq; ++r) {
       const int t = i0 + r;
       float* row = s + r * kBk;
-      const float corr = softmax_row(row, std::clamp(t - j0 + 1, 0, nk), w.m[r], w.l + 16 * r, b, h, t,
-                                     j0, d);
+      const float corr =
+          SoftmaxRow(row, std::clamp(t - j0 + 1, 0, nk), w.m[r], w.l + 16 * r, b, h, t, j0, d);
       if (j0 > 0 && corr != 1.0f) {
         float* orow = o + r * d.HS;
 #pragma omp simd
@@ -207,13 +214,13 @@ void forward_block(uint16_t* out, float* lse, const uint16_t* q, int b, int h, i
       }
       round_row(w.pb + r * (kBk / 2), row);
     }
-    gemm(j0 > 0, o, d.HS, w.pb, kBk / 2, 1,
-         w.vp + static_cast<int64_t>(j0 / 2) * d.HS, d.HS, nq, (nk + 1) / 2, d.HS);
+    gemm(j0 > 0, o, d.HS, w.pb, kBk / 2, 1, w.vp + static_cast<int64_t>(j0 / 2) * d.HS, d.HS, nq,
+         (nk + 1) / 2, d.HS);
   }
   for (int r = 0; r < nq; ++r) {
     const int t = i0 + r;
     uint16_t* dst = out + (static_cast<int64_t>(b) * d.T + t) * d.C + h * d.HS;
-    const float l = hsum16(load16(w.l + 16 * r));
+    const float l = SumOf16(w.l + 16 * r);
     const float inv = 1.0f / l;
     float* orow = o + r * d.HS;
 #pragma omp simd
@@ -279,8 +286,8 @@ void backward_head(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out, co
            w.vt + static_cast<int64_t>(j0) * H2, kBk, nq, H2, kBk);
       for (int r = 0; r < nq; ++r) {
         const int t = i0 + r;
-        backward_row(w.s + r * kBk, w.dp + r * kBk, std::clamp(t - j0 + 1, 0, nk),
-                     lse_h[t], delta[t], b, h, t, j0, d);
+        BackwardRow(w.s + r * kBk, w.dp + r * kBk, std::clamp(t - j0 + 1, 0, nk), lse_h[t],
+                    delta[t], b, h, t, j0, d);
       }
       if (nq % 2) {  // the pair rows read one row past nq
         std::fill(w.s + nq * kBk, w.s + (nq + 1) * kBk, 0.0f);
@@ -288,10 +295,8 @@ void backward_head(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out, co
       }
       const int nq2 = (nq + 1) / 2;
       for (int q2 = 0; q2 < nq2; ++q2) {
-        round_row_pair(w.pq + q2 * kBk, w.s + 2 * q2 * kBk,
-                       w.s + (2 * q2 + 1) * kBk);
-        round_row_pair(w.dsq + q2 * kBk, w.dp + 2 * q2 * kBk,
-                       w.dp + (2 * q2 + 1) * kBk);
+        round_row_pair(w.pq + q2 * kBk, w.s + 2 * q2 * kBk, w.s + (2 * q2 + 1) * kBk);
+        round_row_pair(w.dsq + q2 * kBk, w.dp + 2 * q2 * kBk, w.dp + (2 * q2 + 1) * kBk);
       }
       for (int r = 0; r < nq; ++r) round_row(w.dsr + r * (kBk / 2), w.dp + r * kBk);
       // dV (nk, HS) += P^T dO;  dK += dS^T Q (P^T, dS^T: the pair rows read by columns);
@@ -319,13 +324,11 @@ void backward_head(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out, co
 
 bool attention_bf16_native(int B, int T, int C, int NH) {
   const int HS = C / NH;
-  return HS % 16 == 0 && HS <= 512 && T > 0 &&
-         key_groups(B * NH, T, omp_get_max_threads()) == 1;
+  return HS % 16 == 0 && HS <= 512 && T > 0 && key_groups(B * NH, T, omp_get_max_threads()) == 1;
 }
 
-void attention_forward_bf16(AttentionWorkspace& ws, uint16_t* out, float* lse,
-                            const uint16_t* qkv, int B, int T, int C, int NH, float dropout_p,
-                            uint64_t seed) {
+void attention_forward_bf16(AttentionWorkspace& ws, uint16_t* out, float* lse, const uint16_t* qkv,
+                            int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
   ws.reserve(omp_get_max_threads(), ForwardScratch(d, nullptr).floats);
@@ -353,8 +356,8 @@ void attention_backward_bf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint1
     BackwardScratch w(d, ws.thread_block(omp_get_thread_num()));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < BH; ++bh) {
-      backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH),
-                    static_cast<int>(bh % NH), d, w);
+      backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH), static_cast<int>(bh % NH),
+                    d, w);
     }
   }
 }

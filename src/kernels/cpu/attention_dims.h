@@ -42,6 +42,10 @@ inline int key_groups(int BH, int T, int threads) {
   return std::clamp(want, 1, nkb);
 }
 
+// A 32-bit element (float or a bf16 pair) that may be read and written through any type: what the
+// K^T / V^T packing transposes.
+typedef uint32_t Word32 __attribute__((may_alias));
+
 inline uint64_t mask_index(int b, int h, int t, int s, const Dims& d) {
   return ((static_cast<uint64_t>(b) * d.NH + h) * d.T + t) * d.T + s;
 }

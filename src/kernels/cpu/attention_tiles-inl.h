@@ -1,8 +1,9 @@
 // The vector parts of the float32 flash attention, per CPU target (attention.cpp includes this in
 // its per-target code; Highway's per-target include guard): 2^x of a vector, the K^T / V^T packing
 // transpose, and the per-row softmax of a score tile (forward: online max/sum with dropout and the
-// lazy rescale; backward: probabilities from lse and dS). The same algorithm as attention_tiles.h,
-// in Highway vectors of kTileLanes floats (tile_gemm-inl.h).
+// lazy rescale; backward: probabilities from lse and dS), in Highway vectors of kTileLanes floats
+// (tile_gemm-inl.h). The float32 kernel (attention.cpp) includes it per target; the kernels not
+// yet dispatched (attention_bf16.cpp, small_gemm.cpp) get the build's static target.
 #if defined(NANOGPT_KERNELS_CPU_ATTENTION_TILES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NANOGPT_KERNELS_CPU_ATTENTION_TILES_INL_H_
 #undef NANOGPT_KERNELS_CPU_ATTENTION_TILES_INL_H_
@@ -39,7 +40,7 @@ using M = hn::Mask<TileTag>;
 constexpr int kRowVecs = kBk / kTileLanes;  // vectors of a score row
 constexpr int kSumVecs = 16 / kTileLanes;   // vectors of a row's 16 partial sums
 
-// 2^x lane by lane, relative error <= 1 ulp for x in [-126, 127] (exp2_16 of vec_math.h, the same
+// 2^x lane by lane, relative error <= 1 ulp for x in [-126, 127] (tests/kernels/exp2_targets_test;
 // degree-6 polynomial): x = n + f, n = round(x), 2^f by Horner, times 2^n. AVX-512: vscalefps
 // (below -126 denormals or 0); elsewhere x is clamped to [-126, 127] and 2^n made from its bits.
 HWY_INLINE V Exp2(V x) {
@@ -65,9 +66,11 @@ HWY_INLINE V Exp2(V x) {
 #endif
 }
 
-// dst[c*ldd + r] = src[r*lds + c] for r < R, c < W (floats). AVX-512: 16 x 16 blocks in registers
-// (attention_tiles.h's transpose32); elsewhere element by element (packing is ~1% of the kernel).
-HWY_INLINE void Transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int R, int W) {
+// dst[c*ldd + r] = src[r*lds + c] for r < R, c < W (32-bit elements: floats or bf16 pairs).
+// AVX-512: 16 x 16 blocks transposed in registers (32-bit, 64-bit and 128-bit lane interleaves);
+// elsewhere element by element (packing is ~1% of the attention kernels).
+HWY_INLINE void Transpose(attention_tiles::Word32* dst, int64_t ldd,
+                          const attention_tiles::Word32* src, int64_t lds, int R, int W) {
   int r0 = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   for (; r0 + 16 <= R; r0 += 16) {
@@ -92,7 +95,7 @@ HWY_INLINE void Transpose(float* dst, int64_t ldd, const float* src, int64_t lds
         const __m512 x1 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
         const __m512 y0 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
         const __m512 y1 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
-        float* out = dst + (c0 + k) * ldd + r0;
+        attention_tiles::Word32* out = dst + (c0 + k) * ldd + r0;
         _mm512_storeu_ps(out, _mm512_shuffle_f32x4(x0, y0, 0x88));
         _mm512_storeu_ps(out + 4 * ldd, _mm512_shuffle_f32x4(x1, y1, 0x88));
         _mm512_storeu_ps(out + 8 * ldd, _mm512_shuffle_f32x4(x0, y0, 0xdd));
@@ -158,7 +161,7 @@ HWY_INLINE float SumOf16(const float* lsum) {
   return hn::GetLane(hn::SumOfLanes(d, s));
 }
 
-// Forward, one score row of query t against key block j0 (attention_tiles.h's softmax_row): row
+// Forward, one score row of query t against key block j0 : row
 // becomes the dropped, unnormalized probabilities exp(s*scale - m) (zero past nv), lsum (16
 // partial sums) gets the undropped ones added, m is raised lazily. Returns the factor the row's
 // output accumulated so far must be multiplied by (1: m kept; 0: nothing accumulated yet).
@@ -181,7 +184,7 @@ HWY_INLINE float SoftmaxRow(float* row, int nv, float& m, float* lsum, int b, in
   V e[kRowVecs];
   s.store_exp2(row, scale * kLog2e, m * kLog2e, nv, e);
   // Lane l of partial sum k gets row columns 16q + k*kTileLanes + l, q = 0..3, added as
-  // (q0 + q1) + (q2 + q3): on AVX-512 the same sums as attention_tiles.h's.
+  // (q0 + q1) + (q2 + q3): with 16 lanes, the same sums as before dispatch (build 35b4b12).
   static_assert(kRowVecs == 4 * kSumVecs, "a score row is 4 groups of 16 columns");
   for (int i = 0; i < kSumVecs; ++i) {
     const V four =
@@ -196,7 +199,7 @@ HWY_INLINE float SoftmaxRow(float* row, int nv, float& m, float* lsum, int b, in
   return corr;
 }
 
-// Backward, one row of query t against key block j0 (attention_tiles.h's backward_row): srow
+// Backward, one row of query t against key block j0 : srow
 // becomes the dropped probabilities P*M, dprow (dout_t . v_s) becomes dS * scale; zero past nv.
 HWY_INLINE void BackwardRow(float* srow, float* dprow, int nv, float lt, float dt, int b, int h,
                             int t, int j0, const Dims& d) {

@@ -17,7 +17,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/attention_dims.h"
+#include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/gelu_math.h"
 #include "kernels/cpu/tile_gemm.h"
 
@@ -87,8 +88,9 @@ void add_bias(float* o, int64_t ldo, int rows, const float* bias, int64_t w, int
 auto pack_weight_transposed(const float* weight, int C) {
   return [=](float* buf, int64_t k, int kc, int64_t w, int pw) {
     using attention_tiles::Word32;
-    attention_tiles::transpose32(reinterpret_cast<Word32*>(buf), pw,
-                                 reinterpret_cast<const Word32*>(weight + w * C + k), C, pw, kc);
+    HWY_NAMESPACE::attention_v::Transpose(reinterpret_cast<Word32*>(buf), pw,
+                                          reinterpret_cast<const Word32*>(weight + w * C + k), C,
+                                          pw, kc);
   };
 }
 
@@ -144,8 +146,8 @@ void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, floa
                          const float* dout, const float* inp, const float* weight, int64_t N, int C,
                          int OC) {
   if (!dinp && !dweight && !dbias) return;
-  // One region for both products and the bias sums (all independent): each thread takes its
-  // columns of each.
+    // One region for both products and the bias sums (all independent): each thread takes its
+    // columns of each.
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
     column_sums(dbias, dout, N, OC, thread_share(OC));

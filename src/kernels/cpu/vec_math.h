@@ -1,7 +1,7 @@
 // Vectorizable float math for the cpu kernels (plain inline functions the compiler turns into
 // SIMD inside `omp simd` loops; libm calls would stay scalar): exp, tanh, erf, plus the dropout
-// keep test, and exp2 of a whole 16-float vector (the attention softmax). Accuracy is stated per
-// function; tests derive their tolerances from it.
+// keep test. Accuracy is stated per function; tests derive their tolerances from it. (The
+// attention softmax's vector 2^x is Exp2 in attention_tiles-inl.h, per CPU target.)
 #pragma once
 
 #include <bit>
@@ -9,10 +9,6 @@
 #include <cstdint>
 
 #include "core/rng.h"
-
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 
 namespace nanogpt::cpu {
 
@@ -38,41 +34,6 @@ inline float fast_exp(float x) {
   p = p * r + 1.0f;
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 127]
   return p * std::bit_cast<float>(bits);
-}
-
-using Vec16 = float __attribute__((vector_size(64)));  // 16 floats (one zmm); as in tile_gemm.h
-using Vec16i = int32_t __attribute__((vector_size(64)));
-
-// 2^x lane by lane, relative error <= 1 ulp for x in [-126, 127] (0.64 ulp measured; tested
-// against std::exp2): x = n + f
-// with n = round(x) and |f| <= 1/2 exact, 2^f by a degree-6 polynomial (near-minimax relative fit,
-// 1.6e-8 with these float coefficients) in Horner form, times 2^n. With AVX-512: vrndscaleps and
-// vscalefps (no clamping: x below -126 gives denormals or 0, above 127 infinity; about 9 vector
-// operations). Elsewhere: x clamped to [-126, 127] and 2^n put together from its exponent bits.
-// The attention kernels fold log2(e) into their score scale, so this is their softmax's exp.
-inline Vec16 exp2_16(Vec16 x) {
-#ifdef __AVX512F__
-  const Vec16 n = (Vec16)_mm512_roundscale_ps((__m512)x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-#else
-  x = x < -126.0f ? -126.0f : x;
-  x = x > 127.0f ? 127.0f : x;
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting rounds to integer
-  const Vec16 n = (x + kRound) - kRound;
-#endif
-  const Vec16 f = x - n;
-  Vec16 p = Vec16{} + 1.5345812e-4f;
-  p = p * f + 1.3399931e-3f;
-  p = p * f + 9.618489e-3f;
-  p = p * f + 5.5503286e-2f;
-  p = p * f + 2.4022646e-1f;
-  p = p * f + 6.931472e-1f;
-  p = p * f + 1.0f;
-#ifdef __AVX512F__
-  return (Vec16)_mm512_scalef_ps((__m512)p, (__m512)n);
-#else
-  const Vec16i bits = (__builtin_convertvector(n, Vec16i) + 127) << 23;
-  return p * (Vec16)bits;
-#endif
 }
 
 // tanh(x) = 1 - 2 / (1 + e^{2x}); absolute error <= ~3 ulp of 1.
