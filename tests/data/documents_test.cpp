@@ -4,19 +4,20 @@
 #include "data/documents.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <filesystem>
 
 #include "core/check.h"
 #include "data/brown.h"
 #include "data/document_reader.h"
+#include "gzip_util.h"
 #include "temp_dir.h"
 
 namespace nanogpt {
 namespace {
 
 using testing::TempDir;
+using testing::write_gzip;
 namespace fs = std::filesystem;
 
 struct Document {
@@ -47,14 +48,6 @@ void read_documents(const fs::path& file, bool strip_pos_tags, std::vector<Docum
   read_documents(std::vector<fs::path>{file}, strip_pos_tags, out);
 }
 
-// Writes bytes gzip-compressed (zlib's gzip writer, as `gzip` would).
-void write_gzip(const std::string& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
-}
 
 TEST(Brown, StripTagsKeepsWordsAndParagraphs) {
   const std::string tagged =

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "data/dataset_files.h"
 #include "data/progress.h"
 #include "data/token_file.h"
+#include "gzip_util.h"
 #include "temp_dir.h"
 #include "tokenizer/char_tokenizer.h"
 #include "tokenizer/gpt2_tokenizer.h"
@@ -26,6 +26,7 @@ namespace nanogpt {
 namespace {
 
 using testing::TempDir;
+using testing::write_gzip;
 namespace fs = std::filesystem;
 
 const std::string kShakespeare = std::string(NANOGPT_SHARED_DIR) + "/data/tinyshakespeare.txt";
@@ -277,13 +278,6 @@ TEST(Prepare, MemoryBudgetAndShardErrors) {
   EXPECT_FALSE(fs::exists(dir.file("out")));  // nothing written for a bad config
 }
 
-void write_gzip(const std::string& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
-}
 
 // A small corpus that exercises the cuts: prose, contractions, numbers, runs of spaces and
 // newlines, Chinese without spaces, a long letter run, empty documents, gzip, JSONL, a directory.
