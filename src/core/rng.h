@@ -11,7 +11,8 @@
 
 namespace nanogpt {
 
-inline uint64_t splitmix64(uint64_t x) {
+// Always inlined (as hash_uniform): dropout in the kernels compiled per CPU target uses them.
+[[gnu::always_inline]] inline uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -19,7 +20,7 @@ inline uint64_t splitmix64(uint64_t x) {
 }
 
 // Uniform in [0, 1) as a pure function of (seed, index): 24-bit resolution.
-inline float hash_uniform(uint64_t seed, uint64_t index) {
+[[gnu::always_inline]] inline float hash_uniform(uint64_t seed, uint64_t index) {
   uint64_t h = splitmix64(seed ^ splitmix64(index));
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
 }

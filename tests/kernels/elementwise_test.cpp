@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
 
@@ -76,46 +77,50 @@ INSTANTIATE_TEST_SUITE_P(Rates, DropoutTest, ::testing::Values(0.0f, 0.1f, 0.5f)
 
 class GeluTest : public ::testing::TestWithParam<GeluKind> {};
 
-TEST_P(GeluTest, MatchesReference) {
-  const GeluKind kind = GetParam();
-  const int64_t N = 3001;
-  auto x = random_normal(N, 1, 3.0f);  // covers the tails
-  x[0] = 0.0f;
-  x[1] = 12.0f;
-  x[2] = -12.0f;
-  const auto dout = random_normal(N, 2);
-  std::vector<float> out(N), want(N);
-  cpu::gelu_forward(out.data(), x.data(), N, kind);
-  ref::gelu_forward(want.data(), x.data(), N, kind);
-  auto dinp = random_normal(N, 3);
-  const auto dinp0 = dinp;
-  auto dinp_r = dinp;
-  cpu::gelu_backward(dinp.data(), x.data(), dout.data(), N, kind);
-  ref::gelu_backward(dinp_r.data(), x.data(), dout.data(), N, kind);
-  // Error model. The fast kernels evaluate tanh as 1 - 2/(1 + e^{2u}) with a 2-ulp exp, so
-  // |tanh err| <= ~4 eps; erf is Abramowitz-Stegun 7.1.26, |erf err| <= 1.5e-7 (+ ~4 eps of
-  // rounding). GELU = 0.5 x (1 + f) so forward |err| <= 0.5 |x| e_f + 4 eps |ref| (the cubic
-  // argument and the products). Backward g' = 0.5 (1 + f) + (x-dependent) f' term: the error in f
-  // enters with weight <= 0.5 + |x| s (1 + 3c x^2) for tanh, 0.5 for erf (the Gaussian term adds
-  // 4 eps |x| phi(x) <= 4 eps); then times |dout| plus rounding of the accumulation 2 eps |result|.
-  const double e_f = kind == GeluKind::kTanh ? 4 * kEps : 1.5e-7 + 4 * kEps;
-  std::vector<double> tol_f(N), tol_b(N);
-  for (int64_t i = 0; i < N; ++i) {
-    const double ax = std::fabs(x[i]);
-    tol_f[i] = 0.5 * ax * e_f + 4 * kEps * std::fabs(want[i]) + 1e-30;
-    const double w =
-        kind == GeluKind::kTanh ? 0.5 + ax * 0.7978845608 * (1 + 3 * 0.044715 * ax * ax) : 0.5;
-    tol_b[i] = std::fabs(dout[i]) * (w * e_f + 4 * kEps * (1 + ax)) +
-               2 * kEps * (std::fabs(dinp_r[i]) + std::fabs(dinp0[i])) + 1e-30;
-  }
-  expect_within(out, want, tol_f, "gelu out");
-  expect_within(dinp, dinp_r, tol_b, "gelu dinp");
+// On every CPU target this machine runs (the kernel is dispatched; testing::for_each_target).
+TEST_P(GeluTest, MatchesReferenceOnEveryTarget) {
+  testing::for_each_target([&](const std::string&) {
+    const GeluKind kind = GetParam();
+    const int64_t N = 3001;
+    auto x = random_normal(N, 1, 3.0f);  // covers the tails
+    x[0] = 0.0f;
+    x[1] = 12.0f;
+    x[2] = -12.0f;
+    const auto dout = random_normal(N, 2);
+    std::vector<float> out(N), want(N);
+    cpu::gelu_forward(out.data(), x.data(), N, kind);
+    ref::gelu_forward(want.data(), x.data(), N, kind);
+    auto dinp = random_normal(N, 3);
+    const auto dinp0 = dinp;
+    auto dinp_r = dinp;
+    cpu::gelu_backward(dinp.data(), x.data(), dout.data(), N, kind);
+    ref::gelu_backward(dinp_r.data(), x.data(), dout.data(), N, kind);
+    // Error model. The fast kernels evaluate tanh as 1 - 2/(1 + e^{2u}) with a 2-ulp exp, so
+    // |tanh err| <= ~4 eps; erf is Abramowitz-Stegun 7.1.26, |erf err| <= 1.5e-7 (+ ~4 eps of
+    // rounding). GELU = 0.5 x (1 + f) so forward |err| <= 0.5 |x| e_f + 4 eps |ref| (the cubic
+    // argument and the products). Backward g' = 0.5 (1 + f) + (x-dependent) f' term: the error in f
+    // enters with weight <= 0.5 + |x| s (1 + 3c x^2) for tanh, 0.5 for erf (the Gaussian term adds
+    // 4 eps |x| phi(x) <= 4 eps); then times |dout| plus rounding of the accumulation 2 eps
+    // |result|.
+    const double e_f = kind == GeluKind::kTanh ? 4 * kEps : 1.5e-7 + 4 * kEps;
+    std::vector<double> tol_f(N), tol_b(N);
+    for (int64_t i = 0; i < N; ++i) {
+      const double ax = std::fabs(x[i]);
+      tol_f[i] = 0.5 * ax * e_f + 4 * kEps * std::fabs(want[i]) + 1e-30;
+      const double w =
+          kind == GeluKind::kTanh ? 0.5 + ax * 0.7978845608 * (1 + 3 * 0.044715 * ax * ax) : 0.5;
+      tol_b[i] = std::fabs(dout[i]) * (w * e_f + 4 * kEps * (1 + ax)) +
+                 2 * kEps * (std::fabs(dinp_r[i]) + std::fabs(dinp0[i])) + 1e-30;
+    }
+    expect_within(out, want, tol_f, "gelu out");
+    expect_within(dinp, dinp_r, tol_b, "gelu dinp");
 
-  // Overwriting (NaN before) gives the accumulation into zeros, bit for bit.
-  std::vector<float> dinp_set(N, NAN), dinp_zero(N, 0.0f);
-  cpu::gelu_backward_overwrite(dinp_set.data(), x.data(), dout.data(), N, kind);
-  cpu::gelu_backward(dinp_zero.data(), x.data(), dout.data(), N, kind);
-  EXPECT_EQ(dinp_set, dinp_zero) << "gelu dinp overwritten";
+    // Overwriting (NaN before) gives the accumulation into zeros, bit for bit.
+    std::vector<float> dinp_set(N, NAN), dinp_zero(N, 0.0f);
+    cpu::gelu_backward_overwrite(dinp_set.data(), x.data(), dout.data(), N, kind);
+    cpu::gelu_backward(dinp_zero.data(), x.data(), dout.data(), N, kind);
+    EXPECT_EQ(dinp_set, dinp_zero) << "gelu dinp overwritten";
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GeluTest, ::testing::Values(GeluKind::kTanh, GeluKind::kExact));

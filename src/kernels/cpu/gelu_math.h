@@ -9,29 +9,35 @@
 
 namespace nanogpt::cpu::gelu_math {
 
+// Every function here is always inlined: a dispatched kernel (gelu.cpp, compiled per CPU target)
+// must get this code compiled for its own target, never an out-of-line copy made for another.
+
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 constexpr float kCubic = 0.044715f;
 
-inline float gelu_tanh(float x) {
+[[gnu::always_inline]] inline float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + fast_tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
 }
-inline float gelu_erf(float x) { return 0.5f * x * (1.0f + fast_erf(x * kInvSqrt2)); }
+[[gnu::always_inline]] inline float gelu_erf(float x) {
+  return 0.5f * x * (1.0f + fast_erf(x * kInvSqrt2));
+}
 
 // d gelu / dx.
-inline float gelu_tanh_grad(float x) {
+[[gnu::always_inline]] inline float gelu_tanh_grad(float x) {
   const float th = fast_tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
   return 0.5f * (1.0f + th) +
          0.5f * x * (1.0f - th * th) * kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
 }
-inline float gelu_erf_grad(float x) {
+[[gnu::always_inline]] inline float gelu_erf_grad(float x) {
   return 0.5f * (1.0f + fast_erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * fast_exp(-0.5f * x * x);
 }
 
 // out (n) = gelu(inp); dinp (n) += dout * gelu'(inp) (= with kAccumulate false). Serial: the
 // callers parallelize.
-inline void forward_serial(float* out, const float* inp, int64_t n, GeluKind kind) {
+[[gnu::always_inline]] inline void forward_serial(float* out, const float* inp, int64_t n,
+                                                  GeluKind kind) {
   if (kind == GeluKind::kTanh) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(inp[i]);
@@ -41,8 +47,8 @@ inline void forward_serial(float* out, const float* inp, int64_t n, GeluKind kin
   }
 }
 template <bool kAccumulate = true>
-inline void backward_serial(float* dinp, const float* inp, const float* dout, int64_t n,
-                            GeluKind kind) {
+[[gnu::always_inline]] inline void backward_serial(float* dinp, const float* inp, const float* dout,
+                                                   int64_t n, GeluKind kind) {
   if (kind == GeluKind::kTanh) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {

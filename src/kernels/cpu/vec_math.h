@@ -12,10 +12,13 @@
 
 namespace nanogpt::cpu {
 
+// Always inlined: the dispatched kernels (compiled per CPU target) must get this code compiled for
+// their own target, never an out-of-line copy made for another.
+
 // e^x, relative error <= 2 ulp (Cody-Waite reduction, degree-6 Taylor polynomial on |r| <= ln2/2).
 // x is clamped to [-87.3, 88.3]: below, the result is ~1e-38 (not 0; callers that need an exact 0
 // mask explicitly), above, ~2e38 (finite).
-inline float fast_exp(float x) {
+[[gnu::always_inline]] inline float fast_exp(float x) {
   // Written without floor/fmin/fmax: GCC vectorizes those only under -fno-trapping-math /
   // -ffinite-math-only, which the build does not set; compares and the round-to-nearest
   // 1.5*2^23 trick vectorize everywhere.
@@ -37,10 +40,12 @@ inline float fast_exp(float x) {
 }
 
 // tanh(x) = 1 - 2 / (1 + e^{2x}); absolute error <= ~3 ulp of 1.
-inline float fast_tanh(float x) { return 1.0f - 2.0f / (1.0f + fast_exp(2.0f * x)); }
+[[gnu::always_inline]] inline float fast_tanh(float x) {
+  return 1.0f - 2.0f / (1.0f + fast_exp(2.0f * x));
+}
 
 // erf(x) by Abramowitz & Stegun 7.1.26: absolute error <= 1.5e-7 (plus float rounding).
-inline float fast_erf(float x) {
+[[gnu::always_inline]] inline float fast_erf(float x) {
   const float ax = std::fabs(x);
   const float t = 1.0f / (1.0f + 0.3275911f * ax);
   float p = 1.061405429f;
@@ -53,7 +58,8 @@ inline float fast_erf(float x) {
 }
 
 // Dropout multiplier for element `index`: `scale` if hash_uniform(seed, index) >= p, else 0.
-inline float dropout_keep(uint64_t seed, uint64_t index, float p, float scale) {
+[[gnu::always_inline]] inline float dropout_keep(uint64_t seed, uint64_t index, float p,
+                                                 float scale) {
   return hash_uniform(seed, index) >= p ? scale : 0.0f;
 }
 
