@@ -1,14 +1,22 @@
 // Fast softmax cross-entropy over the first V of Vp columns, parallel over rows: an online
 // max/sum-exp pass, then (fused variant) one pass writing dlogits in place over the logits.
+// Compiled for every CPU target (Highway's foreach_target.h; the row loops vectorized by the
+// compiler for each) and dispatched at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/crossentropy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
-#include "kernels/cpu/vec_math.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_math.h"
 #include "kernels/ops.h"
 
-namespace nanogpt::cpu {
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
 
 namespace {
 
@@ -36,8 +44,8 @@ float row_lse(const float* x, int V) {
 
 }  // namespace
 
-void crossentropy_forward(float* losses, const float* logits, const int* targets, int64_t N, int V,
-                          int Vp) {
+void CrossentropyForward(float* losses, const float* logits, const int* targets, int64_t N, int V,
+                         int Vp) {
   check_targets(targets, N, V);
 #pragma omp parallel for schedule(static) if (worth_parallel(N * Vp))
   for (int64_t n = 0; n < N; ++n) {
@@ -46,8 +54,8 @@ void crossentropy_forward(float* losses, const float* logits, const int* targets
   }
 }
 
-void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
-                                   const int* targets, float dloss, int64_t N, int V, int Vp) {
+void CrossentropyForwardBackward(float* losses, float* dlogits, const float* logits,
+                                 const int* targets, float dloss, int64_t N, int V, int Vp) {
   check_targets(targets, N, V);
 #pragma omp parallel for schedule(static) if (worth_parallel(2 * N * Vp))
   for (int64_t n = 0; n < N; ++n) {
@@ -69,4 +77,25 @@ void crossentropy_forward_backward(float* losses, float* dlogits, const float* l
   }
 }
 
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(CrossentropyForward);
+HWY_EXPORT(CrossentropyForwardBackward);
+
+void crossentropy_forward(float* losses, const float* logits, const int* targets, int64_t N, int V,
+                          int Vp) {
+  HWY_DYNAMIC_DISPATCH(CrossentropyForward)(losses, logits, targets, N, V, Vp);
+}
+
+void crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
+                                   const int* targets, float dloss, int64_t N, int V, int Vp) {
+  HWY_DYNAMIC_DISPATCH(CrossentropyForwardBackward)
+  (losses, dlogits, logits, targets, dloss, N, V, Vp);
+}
+
 }  // namespace nanogpt::cpu
+#endif  // HWY_ONCE
