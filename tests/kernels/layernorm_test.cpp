@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
 
@@ -17,8 +18,8 @@ using testing::random_normal;
 
 class LayerNormTest : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
-TEST_P(LayerNormTest, MatchesReference) {
-  const auto [N, C, with_bias] = GetParam();
+// The forward and backward against the reference on one shape, within the error model below.
+void expect_layernorm_matches_reference(int N, int C, bool with_bias) {
   auto x = random_normal(size_t(N) * C, 1, 2.0f);
   for (auto& v : x) v += 0.5f;  // nonzero mean
   const auto w = random_normal(C, 2), b = random_normal(C, 3);
@@ -94,6 +95,18 @@ TEST_P(LayerNormTest, MatchesReference) {
   expect_within(db, db_r, with_bias ? tol_db : std::vector<double>(C, 0.0), "dbias");
 }
 
+TEST_P(LayerNormTest, MatchesReference) {
+  const auto [N, C, with_bias] = GetParam();
+  expect_layernorm_matches_reference(N, C, with_bias);
+}
+
+// On every CPU target this machine runs (the kernels are dispatched).
+TEST_P(LayerNormTest, MatchesReferenceOnEveryTarget) {
+  const auto [N, C, with_bias] = GetParam();
+  testing::for_each_target(
+      [&](const std::string&) { expect_layernorm_matches_reference(N, C, with_bias); });
+}
+
 // fused=True's residual + LayerNorm in one pass: its unfused reference is residual_forward then
 // layernorm_forward (cpu, bit-identical by construction: the backward recomputes LayerNorm with
 // layernorm_forward and relies on the same mean and rstd), and ref's composition within the
@@ -149,7 +162,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LayerNormTest,
 TEST(LayerNormParallelTest, OneLargeCallEqualsSmallCallsBitForBit) {
   const int N = 1100, C = 128, R = 100;
   const auto a = random_normal(size_t(N) * C, 21, 2.0f), b = random_normal(size_t(N) * C, 22);
-  const auto w = random_normal(C, 23), bi = random_normal(C, 24), dout = random_normal(a.size(), 25);
+  const auto w = random_normal(C, 23), bi = random_normal(C, 24),
+             dout = random_normal(a.size(), 25);
   std::vector<float> res(a.size()), out(a.size()), mean(N), rstd(N), dinp(a.size(), 0.5f);
   std::vector<float> res_s(a.size()), out_s(a.size()), mean_s(N), rstd_s(N), dinp_s(a.size(), 0.5f);
   std::vector<float> dw(C), db(C), dw_s(C), db_s(C);

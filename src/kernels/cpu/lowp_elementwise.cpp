@@ -1,8 +1,5 @@
-// Low-precision LayerNorm and GELU (ops_lowp.h). LayerNorm works row by row with the float32
-// kernels' row code (layernorm_impl.h): the forward (also fused with the float32 residual add)
-// rounds each float row once into its 16-bit output; the backward widens one dout row at a time,
-// so it computes exactly the float32 kernel on the widened dout. GELU in bf16 looks up tables of
-// all 65536 bf16 inputs, built once per context with the float32 kernels' element code
+// Low-precision GELU (ops_lowp.h; the 16-bit LayerNorm is layernorm.cpp's). GELU in bf16 looks up
+// tables of all 65536 bf16 inputs, built once per context with the float32 kernels' element code
 // (gelu_math.h): the rounded gelu(x) for the forward, the float gelu'(x) that the backward
 // multiplies by dout in a vector loop (a lookup is ~1.5x cheaper than the tanh/exp/division it
 // replaces, and gives the same bits); other dtypes widen a block of 2K elements into stack buffers
@@ -16,60 +13,10 @@
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/gelu_math.h"
-#include "kernels/cpu/layernorm_impl.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt::cpu {
-
-void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int64_t N, int C) {
-  if (float* o = out.f32()) return layernorm_forward(o, mean, rstd, inp, weight, bias, N, C);
-#pragma omp parallel if (worth_parallel(2 * N * C))
-  {
-    std::vector<float> row(static_cast<size_t>(C));  // one normalized row before rounding
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      layernorm_row(row.data(), mean + n, rstd + n, inp + n * C, weight, bias, C);
-      narrow(out.at(n * C), row.data(), C);
-    }
-  }
-}
-
-void residual_layernorm_forward(KernelContext&, float* res, TypedPtr out, float* mean, float* rstd,
-                                const float* a, const float* b, const float* weight,
-                                const float* bias, int64_t N, int C) {
-  if (float* o = out.f32()) {
-    return residual_layernorm_forward(res, o, mean, rstd, a, b, weight, bias, N, C);
-  }
-#pragma omp parallel if (worth_parallel(4 * N * C))
-  {
-    std::vector<float> row(static_cast<size_t>(C));  // one normalized row before rounding
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      float* r = res + n * C;  // (C) float32 residual stream
-#pragma omp simd
-      for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
-      layernorm_row(row.data(), mean + n, rstd + n, r, weight, bias, C);
-      narrow(out.at(n * C), row.data(), C);
-    }
-  }
-}
-
-void layernorm_backward(KernelContext&, float* dinp, float* dweight, float* dbias,
-                        ConstTypedPtr dout, const float* inp, const float* weight,
-                        const float* mean, const float* rstd, int64_t N, int C) {
-  if (const float* d = dout.f32()) {
-    return layernorm_backward(dinp, dweight, dbias, d, inp, weight, mean, rstd, N, C);
-  }
-  layernorm_backward_rows(
-      dinp, dweight, dbias,
-      [dout, C](int64_t n, float* buf) {
-        widen(buf, dout.at(n * C), C);
-        return static_cast<const float*>(buf);
-      },
-      inp, weight, mean, rstd, N, C);
-}
 
 namespace {
 
@@ -89,7 +36,8 @@ GeluTables gelu_tables(KernelContext::Impl& impl, GeluKind kind) {
       const float x = bf16_bits_to_float(static_cast<uint16_t>(b));
       out[b] = float_to_bf16_bits(kind == GeluKind::kTanh ? gelu_math::gelu_tanh(x)
                                                           : gelu_math::gelu_erf(x));
-      grad[b] = kind == GeluKind::kTanh ? gelu_math::gelu_tanh_grad(x) : gelu_math::gelu_erf_grad(x);
+      grad[b] =
+          kind == GeluKind::kTanh ? gelu_math::gelu_tanh_grad(x) : gelu_math::gelu_erf_grad(x);
     }
   }
   return {out.data(), grad.data()};
