@@ -1,28 +1,29 @@
 // AdamW's fused update: one pass per tensor inside one OpenMP region, each thread updating a
 // contiguous slice. step_fused (fused=True) also unscales and clips the gradient on the fly,
-// zeroes it and rounds the updated params into the 16-bit weight copy, in the same pass. AVX-512 path with masked tails (GCC will not vectorize std::sqrt without
-// -fno-math-errno), scalar fallback elsewhere; results do not depend on the thread count.
+// zeroes it and rounds the updated params into the 16-bit weight copy, in the same pass. The
+// element update is written once in Highway vectors (masked tails) and compiled for every CPU
+// target (foreach_target.h), dispatched per slice; results do not depend on the thread count.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "optim/adamw.cpp"
 #include "optim/adamw.h"
 
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "kernels/cpu/convert.h"  // narrow: the rounding of cpu::convert, one block at a time
 
+#ifndef NANOGPT_OPTIM_ADAMW_TYPES_
+#define NANOGPT_OPTIM_ADAMW_TYPES_
 namespace nanogpt {
 
 struct AdamWScalars {
   float b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, keep, step_size;
 };
-
-namespace {
 
 // The fused step's gradient transform: g' = (g * unscale) * clip, and g = 0 afterwards if zero.
 struct GradTransform {
@@ -30,51 +31,64 @@ struct GradTransform {
   bool zero = false;
 };
 
-// p, g, m, v: (n) slices of one tensor. kFused: the gradient is used as GradTransform says (the
-// plain step never writes g).
-template <bool kFused>
-void adamw_update(float* p, float* g, float* m, float* v, int64_t n, const AdamWScalars& k,
-                  const GradTransform& x = {}) {
-#if defined(__AVX512F__)
-  const __m512 b1 = _mm512_set1_ps(k.b1), omb1 = _mm512_set1_ps(k.one_minus_b1);
-  const __m512 b2 = _mm512_set1_ps(k.b2), omb2 = _mm512_set1_ps(k.one_minus_b2);
-  const __m512 bc2 = _mm512_set1_ps(k.bc2_sqrt), eps = _mm512_set1_ps(k.eps);
-  const __m512 keep = _mm512_set1_ps(k.keep), step = _mm512_set1_ps(k.step_size);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 mask =
-        n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
-    __m512 gi = _mm512_maskz_loadu_ps(mask, g + i);
-    if constexpr (kFused) {
-      gi = _mm512_mul_ps(_mm512_mul_ps(gi, _mm512_set1_ps(x.unscale)), _mm512_set1_ps(x.clip));
-      if (x.zero) _mm512_mask_storeu_ps(g + i, mask, _mm512_setzero_ps());
-    }
-    const __m512 mi =
-        _mm512_fmadd_ps(omb1, gi, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, m + i), b1));
-    const __m512 vi = _mm512_fmadd_ps(omb2, _mm512_mul_ps(gi, gi),
-                                      _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, v + i), b2));
-    _mm512_mask_storeu_ps(m + i, mask, mi);
-    _mm512_mask_storeu_ps(v + i, mask, vi);
-    const __m512 denom = _mm512_add_ps(
-        _mm512_div_ps(_mm512_maskz_sqrt_ps(static_cast<__mmask16>(0xFFFF), vi), bc2), eps);
-    const __m512 pi = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, p + i), keep);
-    _mm512_mask_storeu_ps(p + i, mask, _mm512_fnmadd_ps(step, _mm512_div_ps(mi, denom), pi));
-  }
-#else
-  for (int64_t i = 0; i < n; ++i) {
-    float gi = g[i];
-    if constexpr (kFused) {
-      gi = (gi * x.unscale) * x.clip;
-      if (x.zero) g[i] = 0.0f;
-    }
-    const float mi = m[i] * k.b1 + k.one_minus_b1 * gi;
-    const float vi = v[i] * k.b2 + k.one_minus_b2 * (gi * gi);
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = std::sqrt(vi) / k.bc2_sqrt + k.eps;
-    p[i] = p[i] * k.keep - k.step_size * (mi / denom);
-  }
+}  // namespace nanogpt
 #endif
+
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// p, g, m, v: (n) slices of one tensor. kFused: the gradient is used as GradTransform says (the
+// plain step never writes g). m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p = p keep - step m / (sqrt(v) / bc2 + eps), each product-sum one fused multiply-add where the
+// target has them.
+template <bool kFused>
+HWY_INLINE void AdamwUpdate(float* p, float* g, float* m, float* v, int64_t n,
+                            const AdamWScalars& k, const GradTransform& x) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto b1 = hn::Set(d, k.b1), omb1 = hn::Set(d, k.one_minus_b1);
+  const auto b2 = hn::Set(d, k.b2), omb2 = hn::Set(d, k.one_minus_b2);
+  const auto bc2 = hn::Set(d, k.bc2_sqrt), eps = hn::Set(d, k.eps);
+  const auto keep = hn::Set(d, k.keep), step = hn::Set(d, k.step_size);
+  const auto unscale = hn::Set(d, x.unscale), clip = hn::Set(d, x.clip);
+  for (int64_t i = 0; i < n; i += N) {
+    const auto mask = hn::FirstN(d, static_cast<size_t>(std::min(N, n - i)));
+    auto gi = hn::MaskedLoad(mask, d, g + i);
+    if constexpr (kFused) {
+      gi = hn::Mul(hn::Mul(gi, unscale), clip);
+      if (x.zero) hn::BlendedStore(hn::Zero(d), mask, d, g + i);
+    }
+    const auto mi = hn::MulAdd(omb1, gi, hn::Mul(hn::MaskedLoad(mask, d, m + i), b1));
+    const auto vi = hn::MulAdd(omb2, hn::Mul(gi, gi), hn::Mul(hn::MaskedLoad(mask, d, v + i), b2));
+    hn::BlendedStore(mi, mask, d, m + i);
+    hn::BlendedStore(vi, mask, d, v + i);
+    const auto denom = hn::Add(hn::Div(hn::Sqrt(vi), bc2), eps);
+    const auto pi = hn::Mul(hn::MaskedLoad(mask, d, p + i), keep);
+    hn::BlendedStore(hn::NegMulAdd(step, hn::Div(mi, denom), pi), mask, d, p + i);
+  }
 }
+
+void AdamwUpdatePlain(float* p, const float* g, float* m, float* v, int64_t n,
+                      const AdamWScalars& k) {
+  AdamwUpdate<false>(p, const_cast<float*>(g), m, v, n, k, GradTransform{});  // g only read
+}
+
+void AdamwUpdateFused(float* p, float* g, float* m, float* v, int64_t n, const AdamWScalars& k,
+                      const GradTransform& x) {
+  AdamwUpdate<true>(p, g, m, v, n, k, x);
+}
+
+}  // namespace nanogpt::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt {
+
+HWY_EXPORT(AdamwUpdatePlain);
+HWY_EXPORT(AdamwUpdateFused);
+
+namespace {
 
 // This thread's slice [begin, end) of a tensor of n elements, in multiples of 16 elements: the
 // same slices in step() and step_fused(), whatever the thread count does to their edges.
@@ -87,8 +101,8 @@ std::pair<int64_t, int64_t> thread_slice(int64_t n, int64_t threads, int64_t tid
 // In parallel, for every tensor of `specs`: body(k, offset, n) on this thread's slice of it, with
 // k.keep the tensor's weight-decay factor (decay_factor, or 1 for tensors without decay).
 template <class Body>
-void for_each_thread_slice(const std::vector<ParamSpec>& specs, AdamWScalars k,
-                           float decay_factor, Body body) {
+void for_each_thread_slice(const std::vector<ParamSpec>& specs, AdamWScalars k, float decay_factor,
+                           Body body) {
 #pragma omp parallel
   {
     const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
@@ -132,9 +146,8 @@ void AdamW::step(float* params, const float* grads, double lr) {
   float* v_all = v_.data();
   for_each_thread_slice(table_.specs(), scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
                         [&](const AdamWScalars& k, int64_t off, int64_t n) {
-                          // (g is only read when kFused is false.)
-                          adamw_update<false>(params + off, const_cast<float*>(grads) + off,
-                                              m_all + off, v_all + off, n, k);
+                          HWY_DYNAMIC_DISPATCH(AdamwUpdatePlain)
+                          (params + off, grads + off, m_all + off, v_all + off, n, k);
                         });
 }
 
@@ -149,8 +162,8 @@ void AdamW::step_fused(float* params, float* grads, double lr, const FusedStepEx
                         [&](const AdamWScalars& k, int64_t off0, int64_t n0) {
                           for (int64_t b = 0; b < n0; b += cpu::kConvertBlock) {
                             const int64_t off = off0 + b, n = std::min(cpu::kConvertBlock, n0 - b);
-                            adamw_update<true>(params + off, grads + off, m_all + off, v_all + off,
-                                               n, k, x);
+                            HWY_DYNAMIC_DISPATCH(AdamwUpdateFused)
+                            (params + off, grads + off, m_all + off, v_all + off, n, k, x);
                             if (lowp) cpu::narrow(lowp.at(off), params + off, n);
                           }
                         });
@@ -162,3 +175,4 @@ std::vector<OptimizerStateTensor> AdamW::state_tensors() {
 }
 
 }  // namespace nanogpt
+#endif  // HWY_ONCE

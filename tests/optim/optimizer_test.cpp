@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/check.h"
+#include "kernels/dispatch_test_util.h"
 #include "optim/adamw.h"
 #include "optim/sgd.h"
 #include "optim_fixture.h"
@@ -96,7 +97,8 @@ struct RandomRun {
   }
 };
 
-TEST(AdamW, MatchesDoubleReferenceLoop) {
+// AdamW against a double-precision loop of the same update over 5 steps.
+void expect_adamw_matches_double_reference() {
   const int steps = 5;
   RandomRun run(steps, 7);
   const ParamTable table(run.cfg);
@@ -120,6 +122,13 @@ TEST(AdamW, MatchesDoubleReferenceLoop) {
   }
   std::vector<float> want(p.begin(), p.end());
   expect_close(table, got, want, 1e-6, 1e-5);
+}
+
+TEST(AdamW, MatchesDoubleReferenceLoop) { expect_adamw_matches_double_reference(); }
+
+// The update is dispatched per CPU target: the same check on every target this machine runs.
+TEST(AdamW, MatchesDoubleReferenceLoopOnEveryTarget) {
+  testing::for_each_target([](const std::string&) { expect_adamw_matches_double_reference(); });
 }
 
 TEST(Sgd, MatchesDoubleReferenceLoop) {
