@@ -2,7 +2,7 @@
 // 64-column panels and K chunks of kKc; each (K chunk x panel) of the streamed matrix is first
 // copied into a contiguous 32 KB buffer (its rows are 512 B or 1.5 KB apart in the source, which
 // puts them in a few L1 sets: unpacked, the tiles ran at ~30% of the FMA rate) that stays in L1
-// while the 4-row register tiles of tile_gemm.h walk down all rows; the other operand is read by
+// while the register tiles of tile_gemm-inl.h walk down all rows; the other operand is read by
 // broadcasts. One parallel region per call, threads owning disjoint output columns (so each packs
 // only its own panels); every output element is the same chain of FMAs over k = 0, 1, ... whatever
 // the split, so results do not depend on the thread count.
@@ -10,7 +10,12 @@
 // on each row block while it is in L1; in the backward the recomputed gelu(pre) is written straight
 // into the packed panel of the dweight product and the derivative is the epilogue of the dinp
 // product, so neither (N, 4C) intermediate goes through memory and the MLP's GELU costs no region.
-#include "kernels/cpu/small_gemm.h"
+// Compiled for every CPU target (Highway's foreach_target.h) and dispatched at run time; the
+// register tile is the target's (tile_gemm-inl.h).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/small_gemm.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
 
 #include <omp.h>
 
@@ -20,9 +25,11 @@
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/gelu_math.h"
-#include "kernels/cpu/tile_gemm.h"
+#include "kernels/cpu/small_gemm.h"
+#include "kernels/cpu/tile_gemm-inl.h"
 
-namespace nanogpt::cpu {
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
 
 namespace {
 
@@ -62,9 +69,9 @@ void panel_gemm(float* out, int64_t ldo, const float* a, int64_t a_rs, int64_t a
         float* o = out + r * ldo + w;
         const float* ak = a + r * a_rs + k * a_ks;
         if (set) {
-          tile_gemm_set(o, ldo, ak, a_rs, a_ks, buf, pw, rows, kc, pw);
+          TileGemmSet(o, ldo, ak, a_rs, a_ks, buf, pw, rows, kc, pw);
         } else {
-          tile_gemm_acc(o, ldo, ak, a_rs, a_ks, buf, pw, rows, kc, pw);
+          TileGemmAcc(o, ldo, ak, a_rs, a_ks, buf, pw, rows, kc, pw);
         }
         if (last) epilogue(o, r, rows, w, pw);
       }
@@ -88,7 +95,7 @@ void add_bias(float* o, int64_t ldo, int rows, const float* bias, int64_t w, int
 auto pack_weight_transposed(const float* weight, int C) {
   return [=](float* buf, int64_t k, int kc, int64_t w, int pw) {
     using attention_tiles::Word32;
-    HWY_NAMESPACE::attention_v::Transpose(reinterpret_cast<Word32*>(buf), pw,
+    attention_v::Transpose(reinterpret_cast<Word32*>(buf), pw,
                                           reinterpret_cast<const Word32*>(weight + w * C + k), C,
                                           pw, kc);
   };
@@ -118,11 +125,7 @@ void column_sums(float* dbias, const float* dout, int64_t N, int OC, Range cols)
 
 }  // namespace
 
-bool small_gemm_fits(int64_t N, int C, int OC) {
-  return N > 1 && C % 16 == 0 && OC % 16 == 0 && N * C * OC <= kSmallGemmMaxMacs;
-}
-
-void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
+void SmallGemmForward(float* out, const float* inp, const float* weight, const float* bias,
                         int64_t N, int C, int OC) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   panel_gemm(
@@ -130,7 +133,7 @@ void small_gemm_forward(float* out, const float* inp, const float* weight, const
       [&](float* o, int64_t, int rows, int64_t w, int pw) { add_bias(o, OC, rows, bias, w, pw); });
 }
 
-void small_gemm_gelu_forward(float* out, float* act, const float* inp, const float* weight,
+void SmallGemmGeluForward(float* out, float* act, const float* inp, const float* weight,
                              const float* bias, int64_t N, int C, int OC, GeluKind kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
@@ -142,7 +145,7 @@ void small_gemm_gelu_forward(float* out, float* act, const float* inp, const flo
              });
 }
 
-void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
+void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
                          const float* dout, const float* inp, const float* weight, int64_t N, int C,
                          int OC) {
   if (!dinp && !dweight && !dbias) return;
@@ -171,7 +174,7 @@ void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, floa
   }
 }
 
-void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+void SmallGemmGeluBackward(float* dpre, float* dweight, float* dbias, const float* dout,
                               const float* pre, const float* weight, int64_t N, int C, int OC,
                               GeluKind kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
@@ -204,4 +207,44 @@ void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const f
   }
 }
 
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(SmallGemmForward);
+HWY_EXPORT(SmallGemmGeluForward);
+HWY_EXPORT(SmallGemmBackward);
+HWY_EXPORT(SmallGemmGeluBackward);
+
+bool small_gemm_fits(int64_t N, int C, int OC) {
+  return N > 1 && C % 16 == 0 && OC % 16 == 0 && N * C * OC <= kSmallGemmMaxMacs;
+}
+
+void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int64_t N, int C, int OC) {
+  HWY_DYNAMIC_DISPATCH(SmallGemmForward)(out, inp, weight, bias, N, C, OC);
+}
+
+void small_gemm_gelu_forward(float* out, float* act, const float* inp, const float* weight,
+                             const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+  HWY_DYNAMIC_DISPATCH(SmallGemmGeluForward)(out, act, inp, weight, bias, N, C, OC, kind);
+}
+
+void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
+                         const float* dout, const float* inp, const float* weight, int64_t N, int C,
+                         int OC) {
+  HWY_DYNAMIC_DISPATCH(SmallGemmBackward)(dinp, accumulate_dinp, dweight, dbias, dout, inp, weight,
+                                          N, C, OC);
+}
+
+void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+                              const float* pre, const float* weight, int64_t N, int C, int OC,
+                              GeluKind kind) {
+  HWY_DYNAMIC_DISPATCH(SmallGemmGeluBackward)(dpre, dweight, dbias, dout, pre, weight, N, C, OC,
+                                              kind);
+}
+
 }  // namespace nanogpt::cpu
+#endif  // HWY_ONCE
