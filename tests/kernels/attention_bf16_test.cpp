@@ -23,8 +23,10 @@
 #include <limits>
 #include <tuple>
 
+#include "core/cpu_info.h"
 #include "core/float16.h"
 #include "core/rng.h"
+#include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/cpu/attention_bf16.h"
@@ -111,7 +113,7 @@ class AttentionBf16Test : public ::testing::TestWithParam<std::tuple<int, int, i
 
 TEST_P(AttentionBf16Test, MatchesFloat32ReferenceWithinBf16Rounding) {
   if (!cpu::attention_bf16_native(8, 64, 512, 8)) {
-    GTEST_SKIP() << "built without AVX512_BF16: bf16 attention widens to the float32 kernel";
+    GTEST_SKIP() << "this CPU has no AVX512_BF16 (or NANOGPT_CPU_TARGET caps it): bf16 attention widens to the float32 kernel";
   }
   const auto [B, T, C, NH, p] = GetParam();
   const uint64_t seed = 99;
@@ -154,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Every head is one task and every query block is computed alone: the same bits at any thread
 // count.
 TEST(AttentionBf16, SameBitsAtEveryThreadCount) {
-  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "built without AVX512_BF16";
+  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "this CPU has no AVX512_BF16 (or NANOGPT_CPU_TARGET caps it)";
   const int B = 3, T = 97, C = 128, NH = 2;
   const auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 4));
   const auto dout16 = to_bf16(random_normal(size_t(B) * T * C, 5));
@@ -182,7 +184,7 @@ TEST(AttentionBf16, SameBitsAtEveryThreadCount) {
 // workspace NaN-poisoned; and through the 16-bit op, a long-lived KernelContext (whose workspace
 // the native kernel uses) gives the bits of a fresh context per call.
 TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
-  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "built without AVX512_BF16";
+  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "this CPU has no AVX512_BF16 (or NANOGPT_CPU_TARGET caps it)";
   struct Shape {
     int B, T, C, NH;
     float p;
@@ -252,7 +254,7 @@ TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
 // The 16-bit attention op takes the native kernel for all-bf16 tensors of an eligible shape: its
 // bits equal a direct call.
 TEST(AttentionBf16, LowpOpDispatchesToTheNativeKernel) {
-  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "built without AVX512_BF16";
+  if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "this CPU has no AVX512_BF16 (or NANOGPT_CPU_TARGET caps it)";
   const int B = 2, T = 50, C = 256, NH = 4;  // 8 heads: one backward task per head at 2 threads
   const ScopedOmpThreads two_threads(2);
   ASSERT_TRUE(cpu::attention_bf16_native(B, T, C, NH));
@@ -266,6 +268,33 @@ TEST(AttentionBf16, LowpOpDispatchesToTheNativeKernel) {
   cpu::attention_forward_bf16(out_direct.data(), lse_direct.data(), qkv16.data(), B, T, C, NH,
                               0.0f, 3);
   EXPECT_EQ(out_op, out_direct);
+}
+
+// The native kernel runs only where the dispatched target has it (AVX3_DL) and the CPU multiplies
+// bf16 (AVX512_BF16); every other target widens, and the 16-bit attention op still matches the
+// widened float32 kernel within bf16 rounding there.
+TEST(AttentionBf16, NativeOnlyOnTheTargetWithBf16DotProducts) {
+  const int B = 2, T = 37, C = 128, NH = 4;
+  const ScopedOmpThreads two_threads(2);
+  const auto qkv = random_normal(size_t(B) * T * 3 * C, 8);
+  const auto qkv16 = to_bf16(qkv);
+  const auto qkv_in = to_float(qkv16);
+  std::vector<float> out_r(size_t(B) * T * C), lse_r(size_t(B) * NH * T);
+  ref::attention_forward(out_r.data(), lse_r.data(), qkv_in.data(), B, T, C, NH, 0.0f, 3);
+  testing::for_each_target([&](const std::string& target) {
+    EXPECT_EQ(cpu::attention_bf16_native(B, T, C, NH),
+              target == "AVX3_DL" && cpu_has_avx512_bf16());
+    KernelContext ctx;
+    std::vector<uint16_t> out16(out_r.size());
+    std::vector<float> lse(lse_r.size());
+    cpu::attention_forward(ctx, TypedPtr(out16.data(), DType::kBF16), lse.data(),
+                           ConstTypedPtr(qkv16.data(), DType::kBF16), B, T, C, NH, 0.0f, 3);
+    const auto out = to_float(out16);
+    for (size_t i = 0; i < out.size(); ++i) {
+      // u sum_s P |v_s| + u |out| (header comment), with |v| < 5 here.
+      ASSERT_NEAR(out[i], out_r[i], 2 * kU * (std::abs(out_r[i]) + 5.0)) << "out " << i;
+    }
+  });
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Native bfloat16 flash attention (AVX512_BF16): the float32 kernel's blocking and row softmax
+// Native bfloat16 flash attention (AVX512_BF16), dispatched at run time: the float32 kernel's blocking and row softmax
 // (attention_tiles-inl.h), with every tile product a bf16 dot product with float32 accumulation
 // (vdpbf16ps: 2 products per lane per instruction, twice the FMA rate). Inputs are read as bf16
 // where they lie; only what a product needs in another layout is packed once per head:
@@ -12,18 +12,28 @@
 // out = bf16(O / l), and dqkv = bf16(dqkv + gradient) for each element, written once (a task owns
 // its head: this path is taken when the backward has one key group per head). The roundings use
 // vcvtneps2bf16 (nearest even; it reads float32 denormals as zero).
-#include "kernels/cpu/attention_bf16.h"
+// Compiled per CPU target (foreach_target.h); the kernel exists in the AVX3_DL copy only, with
+// AVX512_BF16 enabled for it alone (a pragma), and runs where the CPU has AVX512_BF16 and the
+// NANOGPT_CPU_TARGET cap allows it (attention_bf16_native); the other targets widen to float32.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_bf16.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
 
-#ifdef __AVX512BF16__
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 
+#include "core/check.h"
+#include "core/cpu_info.h"
+#include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/attention_workspace.h"
-#include "kernels/cpu/tile_gemm.h"
+
+#if HWY_ARCH_X86
+#include <immintrin.h>
+#endif
 
 // GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized (their _mm512_undefined operands) when
 // inlined here; the warning is about the headers, not this file.
@@ -31,13 +41,19 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-namespace nanogpt::cpu {
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
+
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
+#define NANOGPT_ATTENTION_BF16_NATIVE 1
+// AVX512_BF16 on top of this target's features, for the kernel's functions only.
+#pragma GCC push_options
+#pragma GCC target("avx512bf16")
+
+namespace bf16_native {
 
 using namespace attention_tiles;  // NOLINT: the shared block sizes, Dims and the task loop
-// The row softmax and the transpose, at the build's static target (not yet dispatched).
-using namespace HWY_NAMESPACE::attention_v;  // NOLINT
-
-namespace {
+using namespace attention_v;      // NOLINT: this target's row softmax and transpose
 
 // A bf16 pair: element k in the low half, k+1 in the high half (the layout vdpbf16ps multiplies);
 // a may_alias word, so bf16 rows (uint16_t) are read as pairs in place.
@@ -69,6 +85,31 @@ inline void bf16_micro(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int
 
 // out (R, W) (+)= A (R, 2*K2) X (2*K2, W): A by pairs (pair (r, k2) at a[r*a_rs + k2*a_ks]), X by
 // pair rows (row k2 holds rows 2k2 and 2k2+1 interleaved, stride ldx pairs). W a multiple of 16.
+// Covers an (R, W) output by register tiles: rows 4 at a time (then the 1-3 left), columns 64 at a
+// time (then 48, 32 or 16; W is a multiple of 16), calling micro.template operator()<Rt, NV>(r, w)
+// for the tile of Rt rows and NV 16-wide vectors at (r, w).
+template <class Micro>
+inline void for_each_register_tile(int R, int W, Micro&& micro) {
+  auto widths = [&]<int Rt>(int r) {
+    int w = 0;
+    for (; w + 64 <= W; w += 64) micro.template operator()<Rt, 4>(r, w);
+    switch ((W - w) / 16) {
+      case 3: micro.template operator()<Rt, 3>(r, w); break;
+      case 2: micro.template operator()<Rt, 2>(r, w); break;
+      case 1: micro.template operator()<Rt, 1>(r, w); break;
+      default: break;
+    }
+  };
+  int r = 0;
+  for (; r + 4 <= R; r += 4) widths.template operator()<4>(r);
+  switch (R - r) {
+    case 3: widths.template operator()<3>(r); break;
+    case 2: widths.template operator()<2>(r); break;
+    case 1: widths.template operator()<1>(r); break;
+    default: break;
+  }
+}
+
 template <bool kAcc>
 void bf16_gemm(float* out, int64_t ldo, const Pair* a, int64_t a_rs, int64_t a_ks, const Pair* x,
                int64_t ldx, int R, int K2, int W) {
@@ -320,46 +361,88 @@ void backward_head(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out, co
   }
 }
 
-}  // namespace
+}  // namespace bf16_native
+
+bool NativeCompiled() { return true; }
+
+void AttentionForwardBf16(AttentionWorkspace& ws, uint16_t* out, float* lse, const uint16_t* qkv,
+                            int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
+  const attention_tiles::Dims d = attention_tiles::make_dims(B, T, C, NH, dropout_p, seed);
+  const int64_t ld = 3 * static_cast<int64_t>(C);
+  ws.reserve(omp_get_max_threads(), bf16_native::ForwardScratch(d, nullptr).floats);
+  // Head (b, h): row t of Q at q + t*ld, K and V C and 2C further.
+  auto head = [&](int b, int h) { return qkv + static_cast<int64_t>(b) * T * ld + h * d.HS; };
+  attention_tiles::run_forward_tasks(
+      d, [&](int thread) { return bf16_native::ForwardScratch(d, ws.thread_block(thread)); },
+      [&](bf16_native::ForwardScratch& w, int b, int h) {
+        bf16_native::pack_pairs_transposed(w.kt, head(b, h) + C, ld, d);
+        bf16_native::pack_row_pairs(w.vp, head(b, h) + 2 * C, ld, d);
+      },
+      [&](bf16_native::ForwardScratch& w, int b, int h, int i0) {
+        bf16_native::forward_block(out, lse, head(b, h), b, h, i0, d, w);
+      });
+}
+
+void AttentionBackwardBf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_t* dout,
+                             const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
+                             int T, int C, int NH, float dropout_p, uint64_t seed) {
+  const attention_tiles::Dims d = attention_tiles::make_dims(B, T, C, NH, dropout_p, seed);
+  const int BH = B * NH;
+  ws.reserve(omp_get_max_threads(), bf16_native::BackwardScratch(d, nullptr).floats);
+#pragma omp parallel
+  {
+    bf16_native::BackwardScratch w(d, ws.thread_block(omp_get_thread_num()));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < BH; ++bh) {
+      bf16_native::backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH), static_cast<int>(bh % NH),
+                    d, w);
+    }
+  }
+}
+
+#pragma GCC pop_options
+
+#else  // a target without the native kernel: attention_bf16_native() is false, nothing calls these
+
+bool NativeCompiled() { return false; }
+
+void AttentionForwardBf16(AttentionWorkspace&, uint16_t*, float*, const uint16_t*, int, int, int,
+                          int, float, uint64_t) {
+  CHECK(false, "attention_forward_bf16: no native bf16 kernel on this CPU target");
+}
+void AttentionBackwardBf16(AttentionWorkspace&, uint16_t*, const uint16_t*, const uint16_t*,
+                           const float*, const uint16_t*, int, int, int, int, float, uint64_t) {
+  CHECK(false, "attention_backward_bf16: no native bf16 kernel on this CPU target");
+}
+
+#endif
+
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(NativeCompiled);
+HWY_EXPORT(AttentionForwardBf16);
+HWY_EXPORT(AttentionBackwardBf16);
 
 bool attention_bf16_native(int B, int T, int C, int NH) {
   const int HS = C / NH;
-  return HS % 16 == 0 && HS <= 512 && T > 0 && key_groups(B * NH, T, omp_get_max_threads()) == 1;
+  return HWY_DYNAMIC_DISPATCH(NativeCompiled)() && have_bf16_dot_products() && HS % 16 == 0 &&
+         HS <= 512 && T > 0 && attention_tiles::key_groups(B * NH, T, omp_get_max_threads()) == 1;
 }
 
 void attention_forward_bf16(AttentionWorkspace& ws, uint16_t* out, float* lse, const uint16_t* qkv,
                             int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
-  const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
-  const int64_t ld = 3 * static_cast<int64_t>(C);
-  ws.reserve(omp_get_max_threads(), ForwardScratch(d, nullptr).floats);
-  // Head (b, h): row t of Q at q + t*ld, K and V C and 2C further.
-  auto head = [&](int b, int h) { return qkv + static_cast<int64_t>(b) * T * ld + h * d.HS; };
-  run_forward_tasks(
-      d, [&](int thread) { return ForwardScratch(d, ws.thread_block(thread)); },
-      [&](ForwardScratch& w, int b, int h) {
-        pack_pairs_transposed(w.kt, head(b, h) + C, ld, d);
-        pack_row_pairs(w.vp, head(b, h) + 2 * C, ld, d);
-      },
-      [&](ForwardScratch& w, int b, int h, int i0) {
-        forward_block(out, lse, head(b, h), b, h, i0, d, w);
-      });
+  HWY_DYNAMIC_DISPATCH(AttentionForwardBf16)(ws, out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 
 void attention_backward_bf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_t* dout,
                              const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
                              int T, int C, int NH, float dropout_p, uint64_t seed) {
-  const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
-  const int BH = B * NH;
-  ws.reserve(omp_get_max_threads(), BackwardScratch(d, nullptr).floats);
-#pragma omp parallel
-  {
-    BackwardScratch w(d, ws.thread_block(omp_get_thread_num()));
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < BH; ++bh) {
-      backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH), static_cast<int>(bh % NH),
-                    d, w);
-    }
-  }
+  HWY_DYNAMIC_DISPATCH(AttentionBackwardBf16)(ws, dqkv, dout, out, lse, qkv, B, T, C, NH,
+                                              dropout_p, seed);
 }
 
 void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int B, int T, int C,
@@ -376,19 +459,4 @@ void attention_backward_bf16(uint16_t* dqkv, const uint16_t* dout, const uint16_
 }
 
 }  // namespace nanogpt::cpu
-
-#else  // no AVX512_BF16 at compile time: the widening path serves bf16
-
-namespace nanogpt::cpu {
-bool attention_bf16_native(int, int, int, int) { return false; }
-void attention_forward_bf16(uint16_t*, float*, const uint16_t*, int, int, int, int, float,
-                            uint64_t) {}
-void attention_backward_bf16(uint16_t*, const uint16_t*, const uint16_t*, const float*,
-                             const uint16_t*, int, int, int, int, float, uint64_t) {}
-void attention_forward_bf16(AttentionWorkspace&, uint16_t*, float*, const uint16_t*, int, int, int,
-                            int, float, uint64_t) {}
-void attention_backward_bf16(AttentionWorkspace&, uint16_t*, const uint16_t*, const uint16_t*,
-                             const float*, const uint16_t*, int, int, int, int, float, uint64_t) {}
-}  // namespace nanogpt::cpu
-
-#endif
+#endif  // HWY_ONCE

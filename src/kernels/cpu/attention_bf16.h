@@ -13,8 +13,9 @@
 
 namespace nanogpt::cpu {
 
-// Whether this build and shape can take the native path: compiled with AVX512_BF16, head size a
-// multiple of 16 (at most 512), and one backward task per head at the current thread count.
+// Whether this CPU and shape can take the native path: the dispatched target is AVX3_DL on a CPU
+// with AVX512_BF16 (and NANOGPT_CPU_TARGET allows it), head size a multiple of 16 (at most 512),
+// and one backward task per head at the current thread count.
 bool attention_bf16_native(int B, int T, int C, int NH);
 
 // out (B,T,C) bf16, lse (B,NH,T); qkv (B,T,3C) bf16.
