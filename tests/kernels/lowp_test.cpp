@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/float16.h"
+#include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/cpu/attention_bf16.h"
@@ -67,42 +68,45 @@ std::vector<float> special_and_random_values() {
 
 class ConvertTest : public ::testing::TestWithParam<DType> {};
 
+// On every CPU target this machine can run (dispatch_test_util.h).
 TEST_P(ConvertTest, CpuEqualsScalarDefinitionAndRoundsWithinUnitRoundoff) {
-  const DType t = GetParam();
-  auto v = special_and_random_values();
-  v.push_back(std::numeric_limits<float>::quiet_NaN());
-  const size_t n = v.size();
-  std::vector<uint16_t> got(n), want(n);
-  cpu::convert(TypedPtr(got.data(), t), v.data(), int64_t(n));
-  ref::convert(TypedPtr(want.data(), t), v.data(), int64_t(n));
-  for (size_t i = 0; i < n; ++i) {
-    const uint16_t scalar = t == DType::kBF16 ? float_to_bf16(v[i]) : float_to_fp16(v[i]);
-    ASSERT_EQ(want[i], scalar) << "ref at " << v[i];
-    if (std::isnan(v[i])) {
-      const float back = t == DType::kBF16 ? bf16_to_float(got[i]) : fp16_to_float(got[i]);
-      EXPECT_TRUE(std::isnan(back)) << "nan must stay nan";
-      continue;
+  testing::for_each_target([&](const std::string&) {
+    const DType t = GetParam();
+    auto v = special_and_random_values();
+    v.push_back(std::numeric_limits<float>::quiet_NaN());
+    const size_t n = v.size();
+    std::vector<uint16_t> got(n), want(n);
+    cpu::convert(TypedPtr(got.data(), t), v.data(), int64_t(n));
+    ref::convert(TypedPtr(want.data(), t), v.data(), int64_t(n));
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t scalar = t == DType::kBF16 ? float_to_bf16(v[i]) : float_to_fp16(v[i]);
+      ASSERT_EQ(want[i], scalar) << "ref at " << v[i];
+      if (std::isnan(v[i])) {
+        const float back = t == DType::kBF16 ? bf16_to_float(got[i]) : fp16_to_float(got[i]);
+        EXPECT_TRUE(std::isnan(back)) << "nan must stay nan";
+        continue;
+      }
+      ASSERT_EQ(got[i], want[i]) << "cpu narrow at " << v[i] << " (index " << i << ")";
     }
-    ASSERT_EQ(got[i], want[i]) << "cpu narrow at " << v[i] << " (index " << i << ")";
-  }
-  // Widening: exact, and cpu equals scalar.
-  std::vector<float> wide(n), wide_r(n);
-  cpu::convert(wide.data(), ConstTypedPtr(got.data(), t), int64_t(n));
-  ref::convert(wide_r.data(), ConstTypedPtr(got.data(), t), int64_t(n));
-  const double u = unit_roundoff(t);
-  // Values from the largest finite plus half its ulp (2^(emax - p)) up round to inf.
-  const double overflow_at = t == DType::kBF16 ? 3.3895313892515355e38 + std::ldexp(1.0, 119)
-                                               : 65504.0 + 16.0;
-  for (size_t i = 0; i < n; ++i) {
-    if (std::isnan(v[i])) continue;
-    ASSERT_EQ(std::memcmp(&wide[i], &wide_r[i], 4), 0) << "widen at " << i;
-    const double x = v[i], r = wide[i];
-    if (std::isinf(x) || std::fabs(x) >= overflow_at) {
-      EXPECT_TRUE(std::isinf(r) && (r > 0) == (x > 0)) << x << " must overflow to inf";
-    } else {
-      EXPECT_LE(std::fabs(r - x), u * std::fabs(x) + tiny(t)) << "rounding of " << x;
+    // Widening: exact, and cpu equals scalar.
+    std::vector<float> wide(n), wide_r(n);
+    cpu::convert(wide.data(), ConstTypedPtr(got.data(), t), int64_t(n));
+    ref::convert(wide_r.data(), ConstTypedPtr(got.data(), t), int64_t(n));
+    const double u = unit_roundoff(t);
+    // Values from the largest finite plus half its ulp (2^(emax - p)) up round to inf.
+    const double overflow_at = t == DType::kBF16 ? 3.3895313892515355e38 + std::ldexp(1.0, 119)
+                                                 : 65504.0 + 16.0;
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isnan(v[i])) continue;
+      ASSERT_EQ(std::memcmp(&wide[i], &wide_r[i], 4), 0) << "widen at " << i;
+      const double x = v[i], r = wide[i];
+      if (std::isinf(x) || std::fabs(x) >= overflow_at) {
+        EXPECT_TRUE(std::isinf(r) && (r > 0) == (x > 0)) << x << " must overflow to inf";
+      } else {
+        EXPECT_LE(std::fabs(r - x), u * std::fabs(x) + tiny(t)) << "rounding of " << x;
+      }
     }
-  }
+  });
 }
 
 // fill_zero zeroes exactly its n elements of any dtype, on sizes around its 1 MiB parallel pieces

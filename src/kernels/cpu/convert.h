@@ -1,7 +1,8 @@
 // Serial block conversions between float and the 16-bit storage types (internal to kernels/cpu):
 // the building blocks of cpu::convert and of every low-precision kernel that widens a block to
-// float, computes in float and narrows the result. Vectorized (AVX-512 / F16C for fp16, bit
-// arithmetic for bf16); results equal core/float16.h's scalar conversions bit for bit.
+// float, computes in float and narrows the result. Dispatched at run time (convert.cpp; the
+// per-target element code is convert-inl.h's, which dispatched kernels call directly); results
+// equal core/float16.h's scalar conversions bit for bit.
 #pragma once
 
 #include <bit>
