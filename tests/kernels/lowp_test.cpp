@@ -319,69 +319,73 @@ TEST_P(LowpOpsTest, ResidualLayerNormFusedEqualsUnfused) {
 }
 
 TEST_P(LowpOpsTest, GeluForwardAndBackward) {
-  const DType t = GetParam();
-  KernelContext ctx;
-  const int64_t N = 5000;  // several conversion blocks and a tail
-  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
-    Lowp x(random_normal(N, 1, 3.0f), t);
-    std::vector<float> y32(N), y32_r(N);
-    cpu::gelu_forward(ctx, TypedPtr(y32.data()), x.ptr(), N, kind);
-    ref::gelu_forward(TypedPtr(y32_r.data()), x.ptr(), N, kind);
-    expect_float_agreement(y32, y32_r, t, "gelu");
-    Lowp y(y32, t), y_r(y32, t);
-    cpu::gelu_forward(ctx, y.ptr(), x.ptr(), N, kind);
-    ref::gelu_forward(y_r.ptr(), x.ptr(), N, kind);
-    EXPECT_EQ(y.bits, Lowp(y32, t).bits);
-    expect_within(y.values(), y_r.values(), rounded_tolerance(y32, y32_r, t), "gelu out");
+  testing::for_each_target([&](const std::string&) {  // a context (and tables) per target
+    const DType t = GetParam();
+    KernelContext ctx;
+    const int64_t N = 5000;  // several conversion blocks and a tail
+    for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
+      Lowp x(random_normal(N, 1, 3.0f), t);
+      std::vector<float> y32(N), y32_r(N);
+      cpu::gelu_forward(ctx, TypedPtr(y32.data()), x.ptr(), N, kind);
+      ref::gelu_forward(TypedPtr(y32_r.data()), x.ptr(), N, kind);
+      expect_float_agreement(y32, y32_r, t, "gelu");
+      Lowp y(y32, t), y_r(y32, t);
+      cpu::gelu_forward(ctx, y.ptr(), x.ptr(), N, kind);
+      ref::gelu_forward(y_r.ptr(), x.ptr(), N, kind);
+      EXPECT_EQ(y.bits, Lowp(y32, t).bits);
+      expect_within(y.values(), y_r.values(), rounded_tolerance(y32, y32_r, t), "gelu out");
 
-    // Backward accumulates into a low-precision dinp: round(old + update).
-    Lowp dout(random_normal(N, 2), t), old(random_normal(N, 3), t);
-    std::vector<float> g32 = old.f32, g32_r = old.f32;
-    cpu::gelu_backward(ctx, TypedPtr(g32.data()), x.ptr(), dout.ptr(), N, kind);
-    ref::gelu_backward(TypedPtr(g32_r.data()), x.ptr(), dout.ptr(), N, kind);
-    expect_float_agreement(g32, g32_r, t, "gelu backward");
-    Lowp g = old, g_r = old;
-    cpu::gelu_backward(ctx, g.ptr(), x.ptr(), dout.ptr(), N, kind);
-    ref::gelu_backward(g_r.ptr(), x.ptr(), dout.ptr(), N, kind);
-    EXPECT_EQ(g.bits, Lowp(g32, t).bits);
-    expect_within(g.values(), g_r.values(), rounded_tolerance(g32, g32_r, t), "gelu dinp");
+      // Backward accumulates into a low-precision dinp: round(old + update).
+      Lowp dout(random_normal(N, 2), t), old(random_normal(N, 3), t);
+      std::vector<float> g32 = old.f32, g32_r = old.f32;
+      cpu::gelu_backward(ctx, TypedPtr(g32.data()), x.ptr(), dout.ptr(), N, kind);
+      ref::gelu_backward(TypedPtr(g32_r.data()), x.ptr(), dout.ptr(), N, kind);
+      expect_float_agreement(g32, g32_r, t, "gelu backward");
+      Lowp g = old, g_r = old;
+      cpu::gelu_backward(ctx, g.ptr(), x.ptr(), dout.ptr(), N, kind);
+      ref::gelu_backward(g_r.ptr(), x.ptr(), dout.ptr(), N, kind);
+      EXPECT_EQ(g.bits, Lowp(g32, t).bits);
+      expect_within(g.values(), g_r.values(), rounded_tolerance(g32, g32_r, t), "gelu dinp");
 
-    // The overwriting backward on a dinp of garbage: bit for bit the accumulation into zeros.
-    Lowp zeroed(size_t(N), t), set = old;
-    cpu::gelu_backward(ctx, zeroed.ptr(), x.ptr(), dout.ptr(), N, kind);
-    cpu::gelu_backward_overwrite(ctx, set.ptr(), x.ptr(), dout.ptr(), N, kind);
-    EXPECT_EQ(set.bits, zeroed.bits) << "gelu_backward_overwrite";
-  }
+      // The overwriting backward on a dinp of garbage: bit for bit the accumulation into zeros.
+      Lowp zeroed(size_t(N), t), set = old;
+      cpu::gelu_backward(ctx, zeroed.ptr(), x.ptr(), dout.ptr(), N, kind);
+      cpu::gelu_backward_overwrite(ctx, set.ptr(), x.ptr(), dout.ptr(), N, kind);
+      EXPECT_EQ(set.bits, zeroed.bits) << "gelu_backward_overwrite";
+    }
+  });
 }
 
 // bf16 GELU looks up tables of every bf16 input (lowp_elementwise.cpp): over all 65536 inputs (NaNs,
 // infinities, subnormals included), forward, accumulating and overwriting backward give the bits of
-// the float32 kernel on the widened values, rounded once.
+// the float32 kernel on the widened values, rounded once, on every CPU target.
 TEST(LowpGeluTest, Bf16TablesGiveTheFloat32KernelsBitsForEveryInput) {
-  KernelContext ctx;
-  const int64_t N = 65536;
-  Lowp x(std::vector<float>(N), DType::kBF16);
-  for (int64_t i = 0; i < N; ++i) {
-    x.bits[i] = static_cast<uint16_t>(i);
-    x.f32[i] = bf16_to_float(x.bits[i]);
-  }
-  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
-    std::vector<float> y32(N);
-    cpu::gelu_forward(y32.data(), x.f32.data(), N, kind);
-    Lowp y(size_t(N), DType::kBF16);
-    cpu::gelu_forward(ctx, y.ptr(), x.ptr(), N, kind);
-    EXPECT_EQ(y.bits, Lowp(y32, DType::kBF16).bits) << "forward";
+  testing::for_each_target([&](const std::string&) {  // a context (and tables) per target
+    KernelContext ctx;
+    const int64_t N = 65536;
+    Lowp x(std::vector<float>(N), DType::kBF16);
+    for (int64_t i = 0; i < N; ++i) {
+      x.bits[i] = static_cast<uint16_t>(i);
+      x.f32[i] = bf16_to_float(x.bits[i]);
+    }
+    for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
+      std::vector<float> y32(N);
+      cpu::gelu_forward(y32.data(), x.f32.data(), N, kind);
+      Lowp y(size_t(N), DType::kBF16);
+      cpu::gelu_forward(ctx, y.ptr(), x.ptr(), N, kind);
+      EXPECT_EQ(y.bits, Lowp(y32, DType::kBF16).bits) << "forward";
 
-    Lowp dout(random_normal(N, 4), DType::kBF16), old(random_normal(N, 5), DType::kBF16);
-    std::vector<float> g32 = old.f32, z32(N, 0.0f);
-    cpu::gelu_backward(g32.data(), x.f32.data(), dout.f32.data(), N, kind);
-    cpu::gelu_backward(z32.data(), x.f32.data(), dout.f32.data(), N, kind);
-    Lowp g = old, set = old;
-    cpu::gelu_backward(ctx, g.ptr(), x.ptr(), dout.ptr(), N, kind);
-    cpu::gelu_backward_overwrite(ctx, set.ptr(), x.ptr(), dout.ptr(), N, kind);
-    EXPECT_EQ(g.bits, Lowp(g32, DType::kBF16).bits) << "backward";
-    EXPECT_EQ(set.bits, Lowp(z32, DType::kBF16).bits) << "overwriting backward";
-  }
+      Lowp dout(random_normal(N, 4), DType::kBF16), old(random_normal(N, 5), DType::kBF16);
+      std::vector<float> g32 = old.f32, z32(N, 0.0f);
+      cpu::gelu_backward(g32.data(), x.f32.data(), dout.f32.data(), N, kind);
+      cpu::gelu_backward(z32.data(), x.f32.data(), dout.f32.data(), N, kind);
+      Lowp g = old, set = old;
+      cpu::gelu_backward(ctx, g.ptr(), x.ptr(), dout.ptr(), N, kind);
+      cpu::gelu_backward_overwrite(ctx, set.ptr(), x.ptr(), dout.ptr(), N, kind);
+      EXPECT_EQ(g.bits, Lowp(g32, DType::kBF16).bits) << "backward";
+      EXPECT_EQ(set.bits, Lowp(z32, DType::kBF16).bits) << "overwriting backward";
+    }
+  });
 }
 
 TEST_P(LowpOpsTest, AttentionForwardAndBackwardWithDropout) {

@@ -4,19 +4,27 @@
 // multiplies by dout in a vector loop (a lookup is ~1.5x cheaper than the tanh/exp/division it
 // replaces, and gives the same bits); other dtypes widen a block of 2K elements into stack buffers
 // (in L1), run the same element code on it and narrow the result. Either way the same floats as
-// the float32 kernel on widened inputs, one pass over memory.
+// the float32 kernel on widened inputs, one pass over memory. Compiled for every CPU target
+// (foreach_target.h) and dispatched at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/lowp_elementwise.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
 #include <omp.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/context_impl.h"
+#include "kernels/cpu/convert-inl.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/gelu_math.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
 
-namespace nanogpt::cpu {
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
 
 namespace {
 
@@ -30,15 +38,15 @@ GeluTables gelu_tables(KernelContext::Impl& impl, GeluKind kind) {
   auto& out = impl.gelu_bf16[k];
   auto& grad = impl.gelu_grad_bf16[k];
   if (out.empty()) {
+    // Through the float32 kernels' own vector loops (forward_serial, and backward_serial with
+    // dout = 1): the compiler may contract the scalar forms of the element code differently.
+    std::vector<float> x(65536), y(65536), ones(65536, 1.0f);
+    for (uint32_t b = 0; b < 65536; ++b) x[b] = bf16_bits_to_float(static_cast<uint16_t>(b));
+    gelu_math::forward_serial(y.data(), x.data(), 65536, kind);
     out.resize(65536);
+    NarrowSpan(TypedPtr(out.data(), DType::kBF16), y.data(), 65536);
     grad.resize(65536);
-    for (uint32_t b = 0; b < 65536; ++b) {
-      const float x = bf16_bits_to_float(static_cast<uint16_t>(b));
-      out[b] = float_to_bf16_bits(kind == GeluKind::kTanh ? gelu_math::gelu_tanh(x)
-                                                          : gelu_math::gelu_erf(x));
-      grad[b] =
-          kind == GeluKind::kTanh ? gelu_math::gelu_tanh_grad(x) : gelu_math::gelu_erf_grad(x);
-    }
+    gelu_math::backward_serial<false>(grad.data(), x.data(), ones.data(), 65536, kind);
   }
   return {out.data(), grad.data()};
 }
@@ -77,8 +85,8 @@ uint16_t* bf16_bits(TypedPtr p) { return static_cast<uint16_t*>(p.data); }
 
 }  // namespace
 
-void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
-  if (out.f32() && inp.f32()) return gelu_forward(out.f32(), inp.f32(), N, kind);
+void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
+  if (out.f32() && inp.f32()) return cpu::gelu_forward(out.f32(), inp.f32(), N, kind);
   if (out.dtype == DType::kBF16 && inp.dtype == DType::kBF16) {
     const GeluTables tables = gelu_tables(ctx.impl(), kind);
     const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
@@ -94,16 +102,16 @@ void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N
   for (int64_t k = 0; k < blocks; ++k) {
     const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
     alignas(64) float x[kConvertBlock];  // in place: x, then gelu(x)
-    widen(x, inp.at(i0), m);
+    WidenSpan(x, inp.at(i0), m);
     gelu_math::forward_serial(x, x, m, kind);
-    narrow(out.at(i0), x, m);
+    NarrowSpan(out.at(i0), x, m);
   }
 }
 
-void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
+void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                    int64_t N, GeluKind kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
-    return gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
+    return cpu::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
   if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
     return gelu_backward_bf16_blocks<true>(dinp, inp, dout, N, gelu_tables(ctx.impl(), kind));
@@ -113,24 +121,24 @@ void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTy
   for (int64_t k = 0; k < blocks; ++k) {
     const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
     alignas(64) float x[kConvertBlock], d[kConvertBlock], g[kConvertBlock];
-    widen(x, inp.at(i0), m);
-    widen(d, dout.at(i0), m);
-    widen(g, dinp.at(i0), m);
+    WidenSpan(x, inp.at(i0), m);
+    WidenSpan(d, dout.at(i0), m);
+    WidenSpan(g, dinp.at(i0), m);
     gelu_math::backward_serial(g, x, d, m, kind);
-    narrow(dinp.at(i0), g, m);
+    NarrowSpan(dinp.at(i0), g, m);
   }
 }
 
-void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
+void GeluBackwardOverwriteLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
                              ConstTypedPtr dout, int64_t N, GeluKind kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
-    return gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
+    return cpu::gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
   if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
     return gelu_backward_bf16_blocks<false>(dinp, inp, dout, N, gelu_tables(ctx.impl(), kind));
   }
-  fill_zero(dinp, N);
-  gelu_backward(ctx, dinp, inp, dout, N, kind);
+  cpu::fill_zero(dinp, N);
+  GeluBackwardLowp(ctx, dinp, inp, dout, N, kind);
 }
 
 namespace {
@@ -149,4 +157,29 @@ void gelu_backward_bf16_blocks(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr d
 
 }  // namespace
 
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(GeluForwardLowp);
+HWY_EXPORT(GeluBackwardLowp);
+HWY_EXPORT(GeluBackwardOverwriteLowp);
+
+void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
+  HWY_DYNAMIC_DISPATCH(GeluForwardLowp)(ctx, out, inp, N, kind);
+}
+
+void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
+                   int64_t N, GeluKind kind) {
+  HWY_DYNAMIC_DISPATCH(GeluBackwardLowp)(ctx, dinp, inp, dout, N, kind);
+}
+
+void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
+                             ConstTypedPtr dout, int64_t N, GeluKind kind) {
+  HWY_DYNAMIC_DISPATCH(GeluBackwardOverwriteLowp)(ctx, dinp, inp, dout, N, kind);
+}
+
 }  // namespace nanogpt::cpu
+#endif  // HWY_ONCE
