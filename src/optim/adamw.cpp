@@ -6,6 +6,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optim/adamw.cpp"
 #include "optim/adamw.h"
+#include "optim/elementwise.h"
 
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
@@ -90,14 +91,6 @@ HWY_EXPORT(AdamwUpdateFused);
 
 namespace {
 
-// This thread's slice [begin, end) of a tensor of n elements, in multiples of 16 elements: the
-// same slices in step() and step_fused(), whatever the thread count does to their edges.
-std::pair<int64_t, int64_t> thread_slice(int64_t n, int64_t threads, int64_t tid) {
-  const int64_t chunk = ((n + threads - 1) / threads + 15) / 16 * 16;
-  const int64_t begin = std::min(n, tid * chunk);
-  return {begin, std::min(n, begin + chunk)};
-}
-
 // In parallel, for every tensor of `specs`: body(k, offset, n) on this thread's slice of it, with
 // k.keep the tensor's weight-decay factor (decay_factor, or 1 for tensors without decay).
 template <class Body>
@@ -109,7 +102,8 @@ void for_each_thread_slice(const std::vector<ParamSpec>& specs, AdamWScalars k, 
     AdamWScalars local = k;
     for (const auto& s : specs) {
       local.keep = s.decay ? decay_factor : 1.0f;
-      const auto [begin, end] = thread_slice(s.numel, nt, tid);
+      // The same slices in step() and step_fused(), whatever the thread count does to their edges.
+      const auto [begin, end] = optim_loops::thread_slice(s.numel, nt, tid);
       body(local, s.offset + begin, end - begin);
     }
   }

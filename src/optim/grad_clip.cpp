@@ -1,11 +1,13 @@
 // Global gradient norm (one OpenMP pass, double accumulation; optionally of the unscaled values)
-// and clipping.
+// and clipping; the element loops are optim/elementwise.h's (dispatched per CPU target).
 #include "optim/grad_clip.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "optim/elementwise.h"
 
 namespace nanogpt {
 
@@ -19,15 +21,8 @@ double grad_global_norm(const ParamTable& table, const float* grads, float unsca
     const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
     for (const auto& spec : specs) {
       const float* g = grads + spec.offset;  // (numel)
-      const int64_t chunk = (spec.numel + nt - 1) / nt;
-      const int64_t begin = std::min(spec.numel, tid * chunk);
-      const int64_t end = std::min(spec.numel, begin + chunk);
-      double acc = 0.0;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t i = begin; i < end; ++i) {
-        const float v = g[i] * unscale;  // what GradScaler::unscale stores
-        acc += static_cast<double>(v) * v;
-      }
+      const auto [begin, end] = optim_loops::thread_slice(spec.numel, nt, tid);
+      const double acc = optim_loops::sum_of_squares(g + begin, end - begin, unscale);
       sum += acc;
     }
   }
@@ -48,11 +43,12 @@ double clip_grad_norm(const ParamTable& table, float* grads, double max_norm) {
   const auto& specs = table.specs();
   const int n_specs = static_cast<int>(specs.size());
 #pragma omp parallel
-  for (int s = 0; s < n_specs; ++s) {
-    float* g = grads + specs[s].offset;  // (numel)
-    const int64_t n = specs[s].numel;
-#pragma omp for simd schedule(static) nowait
-    for (int64_t i = 0; i < n; ++i) g[i] *= scale;
+  {
+    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    for (int s = 0; s < n_specs; ++s) {
+      const auto [begin, end] = optim_loops::thread_slice(specs[s].numel, nt, tid);
+      optim_loops::scale(grads + specs[s].offset + begin, end - begin, scale);
+    }
   }
   return norm;
 }

@@ -2,10 +2,13 @@
 // checkpointed state.
 #include "optim/grad_scaler.h"
 
+#include <omp.h>
+
 #include <cmath>
 
 #include "core/check.h"
 #include "core/json_util.h"
+#include "optim/elementwise.h"
 
 namespace nanogpt {
 
@@ -17,14 +20,13 @@ GradScaler::GradScaler(bool enabled, GradScalerConfig config)
 bool GradScaler::unscale(std::span<float> grads) const {
   // The reciprocal in float as PyTorch does (exact for the power-of-two scales used here).
   const float inv = inv_scale();
-  float* g = grads.data();
   const int64_t n = static_cast<int64_t>(grads.size());
   int bad = 0;
-#pragma omp parallel for simd reduction(| : bad) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = g[i] * inv;
-    g[i] = v;
-    bad |= !(std::fabs(v) <= 3.4028235e38f);  // inf or nan
+#pragma omp parallel reduction(| : bad)
+  {
+    const auto [begin, end] = optim_loops::thread_slice(n, omp_get_num_threads(),
+                                                        omp_get_thread_num());
+    bad |= !optim_loops::scale_and_check_finite(grads.data() + begin, end - begin, inv);
   }
   return bad == 0;
 }

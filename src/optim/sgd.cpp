@@ -1,5 +1,10 @@
-// SGD's fused update: one pass per tensor inside one OpenMP region.
+// SGD's fused update: one pass per tensor inside one OpenMP region, each thread's slice through
+// the dispatched element loop (optim/elementwise.h).
 #include "optim/sgd.h"
+
+#include <omp.h>
+
+#include "optim/elementwise.h"
 
 namespace nanogpt {
 
@@ -18,23 +23,18 @@ void Sgd::step(float* params, const float* grads, double lr) {
   const int n_specs = static_cast<int>(specs.size());
   float* buf_all = buf_.data();
 #pragma omp parallel
-  for (int s = 0; s < n_specs; ++s) {
-    const int64_t off = specs[s].offset, n = specs[s].numel;
-    const float wd_s = specs[s].decay ? wd : 0.0f;
-    float* p = params + off;       // (numel)
-    const float* g = grads + off;  // (numel)
-    if (use_momentum) {
-      float* b = buf_all + off;  // (numel)
-#pragma omp for simd schedule(static) nowait
-      for (int64_t i = 0; i < n; ++i) {
-        const float d = g[i] + wd_s * p[i];
-        const float bi = b[i] * mu + d;
-        b[i] = bi;
-        p[i] -= lr_f * bi;
+  {
+    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    for (int s = 0; s < n_specs; ++s) {
+      const auto [begin, end] = optim_loops::thread_slice(specs[s].numel, nt, tid);
+      const int64_t off = specs[s].offset + begin;
+      const float wd_s = specs[s].decay ? wd : 0.0f;
+      if (use_momentum) {
+        optim_loops::sgd_momentum(params + off, grads + off, buf_all + off, end - begin, lr_f, wd_s,
+                                  mu);
+      } else {
+        optim_loops::sgd_plain(params + off, grads + off, end - begin, lr_f, wd_s);
       }
-    } else {
-#pragma omp for simd schedule(static) nowait
-      for (int64_t i = 0; i < n; ++i) p[i] -= lr_f * (g[i] + wd_s * p[i]);
     }
   }
 }
