@@ -2,12 +2,12 @@
 // vectorizes for each CPU target (Highway's foreach_target.h) and dispatched at run time.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optim/elementwise.cpp"
+#include "optim/elementwise.h"
+
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <cmath>
-
-#include "optim/elementwise.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nanogpt::optim_loops::HWY_NAMESPACE {

@@ -12,8 +12,7 @@
 
 namespace nanogpt {
 
-GradScaler::GradScaler(bool enabled, GradScalerConfig config)
-    : enabled_(enabled), config_(config) {
+GradScaler::GradScaler(bool enabled, GradScalerConfig config) : enabled_(enabled), config_(config) {
   state_.scale = config.init_scale;
 }
 
@@ -24,8 +23,8 @@ bool GradScaler::unscale(std::span<float> grads) const {
   int bad = 0;
 #pragma omp parallel reduction(| : bad)
   {
-    const auto [begin, end] = optim_loops::thread_slice(n, omp_get_num_threads(),
-                                                        omp_get_thread_num());
+    const auto [begin, end] =
+        optim_loops::thread_slice(n, omp_get_num_threads(), omp_get_thread_num());
     bad |= !optim_loops::scale_and_check_finite(grads.data() + begin, end - begin, inv);
   }
   return bad == 0;
@@ -52,12 +51,16 @@ nlohmann::json GradScaler::to_json() const {
 }
 
 GradScalerState grad_scaler_state_from_json(const nlohmann::json& j, const std::string& origin) {
-  CHECK(j.is_object(), "{}: grad_scaler must be an object with scale, growth_tracker and "
-        "skipped_steps", origin);
+  CHECK(j.is_object(),
+        "{}: grad_scaler must be an object with scale, growth_tracker and "
+        "skipped_steps",
+        origin);
   GradScalerState s;
   s.scale = json_number(j, "scale", origin);
-  CHECK(std::isfinite(s.scale) && s.scale > 0, "{}: grad_scaler.scale = {}: expected a positive "
-        "finite number", origin, s.scale);
+  CHECK(std::isfinite(s.scale) && s.scale > 0,
+        "{}: grad_scaler.scale = {}: expected a positive "
+        "finite number",
+        origin, s.scale);
   s.growth_tracker = json_integer<int64_t>(j, "growth_tracker", origin, 0);
   s.skipped_steps = json_integer<int64_t>(j, "skipped_steps", origin, 0);
   return s;

@@ -27,14 +27,14 @@ using testing::ScopedOmpThreads;
 // Error model. A score is a float dot product of length HS: |ds| <= 4 sqrt(HS) eps scale
 // sum|q k|. A probability P = exp(s - lse) then has relative error
 // dP <= 2 max|ds| + 4 eps (2 + |lse| + |s|) (score and lse errors, 2-ulp exp, roundings).
-// (The flash forward evaluates exp as 2^(s scale log2 e - m log2 e) with a 1-ulp Exp2 (attention_tiles-inl.h): the
-// rounding of the folded constants adds eps (|s| + |m|), inside the same term. Its running max m
-// may lag the row's max by up to kLazyRescale = 8, so l may reach e^8 T: log l then carries up to
-// (8 + log T) eps more, which the 4 sqrt(T) eps term below covers for T > 64, the only case where
-// m can lag: with one key block m is that block's exact max.)
-// A sum over up to T keys adds 4 sqrt(T) eps relative to the sum of magnitudes. Each gradient's
-// tolerance below is these relative errors times the magnitude of the terms summed, computed in
-// double from the same inputs, plus 2 eps (|initial| + |ref|) for the final accumulation.
+// (The flash forward evaluates exp as 2^(s scale log2 e - m log2 e) with a 1-ulp Exp2
+// (attention_tiles-inl.h): the rounding of the folded constants adds eps (|s| + |m|), inside the
+// same term. Its running max m may lag the row's max by up to kLazyRescale = 8, so l may reach e^8
+// T: log l then carries up to (8 + log T) eps more, which the 4 sqrt(T) eps term below covers for T
+// > 64, the only case where m can lag: with one key block m is that block's exact max.) A sum over
+// up to T keys adds 4 sqrt(T) eps relative to the sum of magnitudes. Each gradient's tolerance
+// below is these relative errors times the magnitude of the terms summed, computed in double from
+// the same inputs, plus 2 eps (|initial| + |ref|) for the final accumulation.
 struct AttnTolerance {
   std::vector<double> out, lse, dqkv;
 };
@@ -158,50 +158,53 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(1, 71, 72, 3, 0.0f)));  // HS 24 (padded to 32)
 
 // attention=naive: the materialized path against the same reference and tolerances, and its
-// stored probabilities against exp(score - lse) of the reference (zero above the diagonal).
+// stored probabilities against exp(score - lse) of the reference (zero above the diagonal), on
+// every CPU target this machine can run.
 TEST_P(AttentionTest, NaiveMatchesReference) {
-  const auto [B, T, C, NH, p] = GetParam();
-  const uint64_t seed = 99;
-  const auto qkv = random_normal(size_t(B) * T * 3 * C, 1);
-  const auto dout = random_normal(size_t(B) * T * C, 2);
-  std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T, -1.0f);
-  std::vector<float> out_r(out.size()), lse_r(size_t(B) * NH * T);
-  cpu::attention_naive_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, seed);
-  ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
-  const auto dqkv0 = random_normal(qkv.size(), 3);
-  auto dqkv = dqkv0, dqkv_r = dqkv0;
-  cpu::attention_naive_backward(dqkv.data(), dout.data(), att.data(), qkv.data(), B, T, C, NH, p,
-                                seed);
-  ref::attention_backward(dqkv_r.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B, T,
-                          C, NH, p, seed);
-  const auto tol =
-      attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
-  expect_within(out, out_r, tol.out, "out");
-  expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
-  // P = exp(score * scale - lse): relative error of the score and lse (as tol.lse) plus the 2-ulp
-  // exp and the normalization.
-  const int HS = C / NH;
-  const double scale = 1.0 / std::sqrt(double(HS));
-  std::vector<float> p_r(att.size());
-  std::vector<double> p_tol(att.size());
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      for (int t = 0; t < T; ++t) {
-        const size_t row = ((size_t(b) * NH + h) * T + t) * T, li = (size_t(b) * NH + h) * T + t;
-        for (int s2 = 0; s2 < T; ++s2) {
-          double sc = 0;
-          for (int x = 0; x < HS; ++x) {
-            sc += double(qkv[(size_t(b) * T + t) * 3 * C + h * HS + x]) *
-                  qkv[(size_t(b) * T + s2) * 3 * C + C + h * HS + x];
+  testing::for_each_target([&](const std::string&) {
+    const auto [B, T, C, NH, p] = GetParam();
+    const uint64_t seed = 99;
+    const auto qkv = random_normal(size_t(B) * T * 3 * C, 1);
+    const auto dout = random_normal(size_t(B) * T * C, 2);
+    std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T, -1.0f);
+    std::vector<float> out_r(out.size()), lse_r(size_t(B) * NH * T);
+    cpu::attention_naive_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, seed);
+    ref::attention_forward(out_r.data(), lse_r.data(), qkv.data(), B, T, C, NH, p, seed);
+    const auto dqkv0 = random_normal(qkv.size(), 3);
+    auto dqkv = dqkv0, dqkv_r = dqkv0;
+    cpu::attention_naive_backward(dqkv.data(), dout.data(), att.data(), qkv.data(), B, T, C, NH, p,
+                                  seed);
+    ref::attention_backward(dqkv_r.data(), dout.data(), out_r.data(), lse_r.data(), qkv.data(), B,
+                            T, C, NH, p, seed);
+    const auto tol =
+        attention_tolerance(qkv, dout, out_r, lse_r, dqkv0, dqkv_r, B, T, C, NH, p, seed);
+    expect_within(out, out_r, tol.out, "out");
+    expect_within(dqkv, dqkv_r, tol.dqkv, "dqkv");
+    // P = exp(score * scale - lse): relative error of the score and lse (as tol.lse) plus the 2-ulp
+    // exp and the normalization.
+    const int HS = C / NH;
+    const double scale = 1.0 / std::sqrt(double(HS));
+    std::vector<float> p_r(att.size());
+    std::vector<double> p_tol(att.size());
+    for (int b = 0; b < B; ++b) {
+      for (int h = 0; h < NH; ++h) {
+        for (int t = 0; t < T; ++t) {
+          const size_t row = ((size_t(b) * NH + h) * T + t) * T, li = (size_t(b) * NH + h) * T + t;
+          for (int s2 = 0; s2 < T; ++s2) {
+            double sc = 0;
+            for (int x = 0; x < HS; ++x) {
+              sc += double(qkv[(size_t(b) * T + t) * 3 * C + h * HS + x]) *
+                    qkv[(size_t(b) * T + s2) * 3 * C + C + h * HS + x];
+            }
+            const double pr = s2 <= t ? std::exp(sc * scale - lse_r[li]) : 0.0;
+            p_r[row + s2] = static_cast<float>(pr);
+            p_tol[row + s2] = pr * (2 * tol.lse[li] + 8 * kEps) + 1e-30;
           }
-          const double pr = s2 <= t ? std::exp(sc * scale - lse_r[li]) : 0.0;
-          p_r[row + s2] = static_cast<float>(pr);
-          p_tol[row + s2] = pr * (2 * tol.lse[li] + 8 * kEps) + 1e-30;
         }
       }
     }
-  }
-  expect_within(att, p_r, p_tol, "att");
+    expect_within(att, p_r, p_tol, "att");
+  });
 }
 
 // Scores that rise along the keys (a trend of g per key added through a shared direction u of Q
@@ -313,28 +316,32 @@ TEST(AttentionWorkspaceTest, ReusedScratchGivesTheSameBits) {
   }
 }
 
+// On every CPU target this machine can run.
 TEST(AttentionDecodeTest, MatchesReferenceAndLastForwardRow) {
-  const int T = 45, C = 96, NH = 3;
-  const auto qkv = random_normal(size_t(T) * 3 * C, 5);
-  std::vector<float> kc(size_t(T) * C), vc(size_t(T) * C), q(C);
-  for (int t = 0; t < T; ++t) {
-    for (int c = 0; c < C; ++c) {
-      kc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + C + c];
-      vc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + 2 * C + c];
+  testing::for_each_target([&](const std::string&) {
+    const int T = 45, C = 96, NH = 3;
+    const auto qkv = random_normal(size_t(T) * 3 * C, 5);
+    std::vector<float> kc(size_t(T) * C), vc(size_t(T) * C), q(C);
+    for (int t = 0; t < T; ++t) {
+      for (int c = 0; c < C; ++c) {
+        kc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + C + c];
+        vc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + 2 * C + c];
+      }
     }
-  }
-  for (int c = 0; c < C; ++c) q[c] = qkv[size_t(T - 1) * 3 * C + c];
-  std::vector<float> out(C), out_r(C), full(size_t(T) * C), lse(size_t(NH) * T);
-  cpu::attention_decode(out.data(), q.data(), kc.data(), vc.data(), T, C, NH);
-  ref::attention_decode(out_r.data(), q.data(), kc.data(), vc.data(), T, C, NH);
-  ref::attention_forward(full.data(), lse.data(), qkv.data(), 1, T, C, NH, 0.0f, 0);
-  const std::vector<float> last(full.end() - C, full.end());
-  // |out| <= max|v| (convex combination); score/softmax errors as in the forward test:
-  // 4 sqrt(HS) eps scale sum|qk| (<= ~3 here for unit normals) + 4 sqrt(T) eps, times max|v| ~ 4.
-  const double HS = C / NH;
-  const double tol = 4 * 4 * kEps * (std::sqrt(HS) * 3 * std::sqrt(HS) + std::sqrt(double(T)) + 4);
-  expect_within(out, out_r, tol, "decode vs ref");
-  expect_within(out_r, last, 4 * kEps, "ref decode vs ref forward last row");
+    for (int c = 0; c < C; ++c) q[c] = qkv[size_t(T - 1) * 3 * C + c];
+    std::vector<float> out(C), out_r(C), full(size_t(T) * C), lse(size_t(NH) * T);
+    cpu::attention_decode(out.data(), q.data(), kc.data(), vc.data(), T, C, NH);
+    ref::attention_decode(out_r.data(), q.data(), kc.data(), vc.data(), T, C, NH);
+    ref::attention_forward(full.data(), lse.data(), qkv.data(), 1, T, C, NH, 0.0f, 0);
+    const std::vector<float> last(full.end() - C, full.end());
+    // |out| <= max|v| (convex combination); score/softmax errors as in the forward test:
+    // 4 sqrt(HS) eps scale sum|qk| (<= ~3 here for unit normals) + 4 sqrt(T) eps, times max|v| ~ 4.
+    const double HS = C / NH;
+    const double tol =
+        4 * 4 * kEps * (std::sqrt(HS) * 3 * std::sqrt(HS) + std::sqrt(double(T)) + 4);
+    expect_within(out, out_r, tol, "decode vs ref");
+    expect_within(out_r, last, 4 * kEps, "ref decode vs ref forward last row");
+  });
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// Native bfloat16 flash attention (AVX512_BF16), dispatched at run time: the float32 kernel's blocking and row softmax
-// (attention_tiles-inl.h), with every tile product a bf16 dot product with float32 accumulation
-// (vdpbf16ps: 2 products per lane per instruction, twice the FMA rate). Inputs are read as bf16
-// where they lie; only what a product needs in another layout is packed once per head:
+// Native bfloat16 flash attention (AVX512_BF16), dispatched at run time: the float32 kernel's
+// blocking and row softmax (attention_tiles-inl.h), with every tile product a bf16 dot product with
+// float32 accumulation (vdpbf16ps: 2 products per lane per instruction, twice the FMA rate). Inputs
+// are read as bf16 where they lie; only what a product needs in another layout is packed once per
+// head:
 //   forward:  S = Q K^T (Q rows as they are, K^T packed), O += P V (P rounded to bf16 per tile,
 //             V packed as row pairs);
 //   backward: S, dP = dO V^T as forward; dV += P^T dO and dK += dS^T Q (P and dS as row pairs per
@@ -17,16 +18,16 @@
 // NANOGPT_CPU_TARGET cap allows it (attention_bf16_native); the other targets widen to float32.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention_bf16.cpp"
+#include "kernels/cpu/attention_bf16.h"
+
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-
 #include <omp.h>
 
 #include <algorithm>
 
 #include "core/check.h"
 #include "core/cpu_info.h"
-#include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/attention_workspace.h"
@@ -94,19 +95,33 @@ inline void for_each_register_tile(int R, int W, Micro&& micro) {
     int w = 0;
     for (; w + 64 <= W; w += 64) micro.template operator()<Rt, 4>(r, w);
     switch ((W - w) / 16) {
-      case 3: micro.template operator()<Rt, 3>(r, w); break;
-      case 2: micro.template operator()<Rt, 2>(r, w); break;
-      case 1: micro.template operator()<Rt, 1>(r, w); break;
-      default: break;
+      case 3:
+        micro.template operator()<Rt, 3>(r, w);
+        break;
+      case 2:
+        micro.template operator()<Rt, 2>(r, w);
+        break;
+      case 1:
+        micro.template operator()<Rt, 1>(r, w);
+        break;
+      default:
+        break;
     }
   };
   int r = 0;
   for (; r + 4 <= R; r += 4) widths.template operator()<4>(r);
   switch (R - r) {
-    case 3: widths.template operator()<3>(r); break;
-    case 2: widths.template operator()<2>(r); break;
-    case 1: widths.template operator()<1>(r); break;
-    default: break;
+    case 3:
+      widths.template operator()<3>(r);
+      break;
+    case 2:
+      widths.template operator()<2>(r);
+      break;
+    case 1:
+      widths.template operator()<1>(r);
+      break;
+    default:
+      break;
   }
 }
 
@@ -366,7 +381,7 @@ void backward_head(uint16_t* dqkv, const uint16_t* dout, const uint16_t* out, co
 bool NativeCompiled() { return true; }
 
 void AttentionForwardBf16(AttentionWorkspace& ws, uint16_t* out, float* lse, const uint16_t* qkv,
-                            int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
+                          int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
   const attention_tiles::Dims d = attention_tiles::make_dims(B, T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
   ws.reserve(omp_get_max_threads(), bf16_native::ForwardScratch(d, nullptr).floats);
@@ -384,8 +399,8 @@ void AttentionForwardBf16(AttentionWorkspace& ws, uint16_t* out, float* lse, con
 }
 
 void AttentionBackwardBf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_t* dout,
-                             const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
-                             int T, int C, int NH, float dropout_p, uint64_t seed) {
+                           const uint16_t* out, const float* lse, const uint16_t* qkv, int B, int T,
+                           int C, int NH, float dropout_p, uint64_t seed) {
   const attention_tiles::Dims d = attention_tiles::make_dims(B, T, C, NH, dropout_p, seed);
   const int BH = B * NH;
   ws.reserve(omp_get_max_threads(), bf16_native::BackwardScratch(d, nullptr).floats);
@@ -394,8 +409,8 @@ void AttentionBackwardBf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_
     bf16_native::BackwardScratch w(d, ws.thread_block(omp_get_thread_num()));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < BH; ++bh) {
-      bf16_native::backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH), static_cast<int>(bh % NH),
-                    d, w);
+      bf16_native::backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH),
+                                 static_cast<int>(bh % NH), d, w);
     }
   }
 }
@@ -441,8 +456,8 @@ void attention_forward_bf16(AttentionWorkspace& ws, uint16_t* out, float* lse, c
 void attention_backward_bf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_t* dout,
                              const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
                              int T, int C, int NH, float dropout_p, uint64_t seed) {
-  HWY_DYNAMIC_DISPATCH(AttentionBackwardBf16)(ws, dqkv, dout, out, lse, qkv, B, T, C, NH,
-                                              dropout_p, seed);
+  HWY_DYNAMIC_DISPATCH(AttentionBackwardBf16)
+  (ws, dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 
 void attention_forward_bf16(uint16_t* out, float* lse, const uint16_t* qkv, int B, int T, int C,

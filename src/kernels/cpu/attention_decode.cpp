@@ -1,5 +1,11 @@
 // Fast single-query attention against a KV cache (sampling): per head, scores over the t cached
 // keys, softmax, weighted sum of cached values; heads in parallel when the work is large enough.
+// Compiled for every CPU target (foreach_target.h) and dispatched at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_decode.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -7,10 +13,11 @@
 #include "kernels/cpu/vec_math.h"
 #include "kernels/ops.h"
 
-namespace nanogpt::cpu {
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
 
-void attention_decode(float* out, const float* q, const float* kcache, const float* vcache, int t,
-                      int C, int NH) {
+void AttentionDecodeImpl(float* out, const float* q, const float* kcache, const float* vcache,
+                         int t, int C, int NH) {
   const int HS = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
   const bool parallel = static_cast<int64_t>(t) * C >= (1 << 16);
@@ -47,4 +54,18 @@ void attention_decode(float* out, const float* q, const float* kcache, const flo
   }
 }
 
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(AttentionDecodeImpl);
+
+void attention_decode(float* out, const float* q, const float* kcache, const float* vcache, int t,
+                      int C, int NH) {
+  HWY_DYNAMIC_DISPATCH(AttentionDecodeImpl)(out, q, kcache, vcache, t, C, NH);
+}
+
 }  // namespace nanogpt::cpu
+#endif  // HWY_ONCE

@@ -3,16 +3,23 @@
 // masked softmax P is written to `att` (B, NH, T, T) and kept for the backward, then out = (P*M) V.
 // The backward reads P back: dP = dO V^T (full T x T), dS = P (M dP - D) with D_t = sum_s P M dP,
 // dV = (P M)^T dO, dK = dS^T Q, dQ = dS K (all full-size products). Memory O(B NH T^2); the flash
-// kernel (attention.cpp) is the default. Parallel over (b, h); per-thread (T, T) scratch.
+// kernel (attention.cpp) is the default. Parallel over (b, h); per-thread (T, T) scratch. Compiled
+// for every CPU target (foreach_target.h; the products on tile_gemm-inl.h) and dispatched.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_naive.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/tile_gemm.h"
+#include "kernels/cpu/tile_gemm-inl.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/ops.h"
 
-namespace nanogpt::cpu {
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
 
 namespace {
 
@@ -26,8 +33,17 @@ NaiveDims naive_dims(int T, int C, int NH, float p, uint64_t seed) {
   const int HS = C / NH, TW = (T + 15) / 16 * 16;
   // Row strides that are multiples of 1 KB put a GEMM's rows in the same L1 sets: pad them.
   const int LT = TW % 256 == 0 ? TW + 16 : TW;
-  return {T,     TW, LT, C, NH, HS, (HS + 15) / 16 * 16, 1.0f / std::sqrt(static_cast<float>(HS)),
-          p,     p > 0 ? 1.0f / (1.0f - p) : 1.0f,      seed};
+  return {T,
+          TW,
+          LT,
+          C,
+          NH,
+          HS,
+          (HS + 15) / 16 * 16,
+          1.0f / std::sqrt(static_cast<float>(HS)),
+          p,
+          p > 0 ? 1.0f / (1.0f - p) : 1.0f,
+          seed};
 }
 
 // dst (T, HSP) = rows of src (stride ld), zero padded.
@@ -53,8 +69,8 @@ inline float mask_at(const NaiveDims& d, uint64_t row_index, int s) {
 
 }  // namespace
 
-void attention_naive_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                             float dropout_p, uint64_t seed) {
+void AttentionNaiveForwardImpl(float* out, float* att, const float* qkv, int B, int T, int C,
+                               int NH, float dropout_p, uint64_t seed) {
   const NaiveDims d = naive_dims(T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
 #pragma omp parallel
@@ -65,10 +81,10 @@ void attention_naive_forward(float* out, float* att, const float* qkv, int B, in
     for (int bh = 0; bh < B * NH; ++bh) {
       const int b = bh / NH, h = bh % NH;
       const float* q = qkv + static_cast<int64_t>(b) * T * ld + h * d.HS;  // row t at q + t*ld
-      float* p_h = att + static_cast<int64_t>(bh) * T * T;                  // (T, T)
+      float* p_h = att + static_cast<int64_t>(bh) * T * T;                 // (T, T)
       pack_transposed_naive(kt.data(), q + C, ld, d);
       pack_rows_naive(vp.data(), q + 2 * C, ld, d);
-      tile_gemm_set(s.data(), d.LT, q, ld, 1, kt.data(), d.LT, T, d.HS, d.TW);  // S = Q K^T
+      TileGemmSet(s.data(), d.LT, q, ld, 1, kt.data(), d.LT, T, d.HS, d.TW);  // S = Q K^T
       for (int t = 0; t < T; ++t) {  // masked softmax; s row becomes P*M for the product
         float* srow = s.data() + static_cast<int64_t>(t) * d.LT;
         float* prow = p_h + static_cast<int64_t>(t) * T;
@@ -88,7 +104,7 @@ void attention_naive_forward(float* out, float* att, const float* qkv, int B, in
         std::fill(prow + t + 1, prow + T, 0.0f);
         std::fill(srow + t + 1, srow + d.TW, 0.0f);
       }
-      tile_gemm_set(o.data(), d.HSP, s.data(), d.LT, 1, vp.data(), d.HSP, T, T, d.HSP);  // O = PM V
+      TileGemmSet(o.data(), d.HSP, s.data(), d.LT, 1, vp.data(), d.HSP, T, T, d.HSP);  // O = PM V
       for (int t = 0; t < T; ++t) {
         std::copy(o.data() + static_cast<int64_t>(t) * d.HSP,
                   o.data() + static_cast<int64_t>(t) * d.HSP + d.HS,
@@ -98,8 +114,8 @@ void attention_naive_forward(float* out, float* att, const float* qkv, int B, in
   }
 }
 
-void attention_naive_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
-                              int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
+void AttentionNaiveBackwardImpl(float* dqkv, const float* dout, const float* att, const float* qkv,
+                                int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
   const NaiveDims d = naive_dims(T, C, NH, dropout_p, seed);
   const int64_t ld = 3 * static_cast<int64_t>(C);
 #pragma omp parallel
@@ -120,7 +136,7 @@ void attention_naive_backward(float* dqkv, const float* dout, const float* att, 
       pack_rows_naive(dop.data(), dob, C, d);
       pack_transposed_naive(vt.data(), base + 2 * C, ld, d);
       // dP (T, TW) = dO V^T
-      tile_gemm_set(dp.data(), d.LT, dop.data(), d.HSP, 1, vt.data(), d.LT, T, d.HS, d.TW);
+      TileGemmSet(dp.data(), d.LT, dop.data(), d.HSP, 1, vt.data(), d.LT, T, d.HS, d.TW);
       for (int t = 0; t < T; ++t) {  // dp row -> dS * scale, pm row = P*M
         const float* prow = p_h + static_cast<int64_t>(t) * T;
         float* dprow = dp.data() + static_cast<int64_t>(t) * d.LT;
@@ -141,9 +157,9 @@ void attention_naive_backward(float* dqkv, const float* dout, const float* att, 
       std::fill(dk.begin(), dk.end(), 0.0f);
       std::fill(dv.begin(), dv.end(), 0.0f);
       // dV = (P M)^T dO;  dK = dS^T Q;  dQ = dS K  (full T x T products, as the naive path does)
-      tile_gemm_acc(dv.data(), d.HSP, pm.data(), 1, d.LT, dop.data(), d.HSP, T, T, d.HSP);
-      tile_gemm_acc(dk.data(), d.HSP, dp.data(), 1, d.LT, qp.data(), d.HSP, T, T, d.HSP);
-      tile_gemm_acc(dq.data(), d.HSP, dp.data(), d.LT, 1, kp.data(), d.HSP, T, T, d.HSP);
+      TileGemmAcc(dv.data(), d.HSP, pm.data(), 1, d.LT, dop.data(), d.HSP, T, T, d.HSP);
+      TileGemmAcc(dk.data(), d.HSP, dp.data(), 1, d.LT, qp.data(), d.HSP, T, T, d.HSP);
+      TileGemmAcc(dq.data(), d.HSP, dp.data(), d.LT, 1, kp.data(), d.HSP, T, T, d.HSP);
       for (int t = 0; t < T; ++t) {
         float* row = dbase + static_cast<int64_t>(t) * ld;
         for (int x = 0; x < d.HS; ++x) {
@@ -156,4 +172,25 @@ void attention_naive_backward(float* dqkv, const float* dout, const float* att, 
   }
 }
 
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(AttentionNaiveForwardImpl);
+HWY_EXPORT(AttentionNaiveBackwardImpl);
+
+void attention_naive_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                             float dropout_p, uint64_t seed) {
+  HWY_DYNAMIC_DISPATCH(AttentionNaiveForwardImpl)(out, att, qkv, B, T, C, NH, dropout_p, seed);
+}
+
+void attention_naive_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
+                              int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
+  HWY_DYNAMIC_DISPATCH(AttentionNaiveBackwardImpl)
+  (dqkv, dout, att, qkv, B, T, C, NH, dropout_p, seed);
+}
+
 }  // namespace nanogpt::cpu
+#endif  // HWY_ONCE

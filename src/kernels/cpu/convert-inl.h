@@ -109,8 +109,10 @@ HWY_INLINE void WidenSpan(float* dst, ConstTypedPtr src, int64_t n) {
     case DType::kF32:
       if (dst != src.data) std::memcpy(dst, src.data, static_cast<size_t>(n) * sizeof(float));
       return;
-    case DType::kBF16: return convert_v::Bf16ToF32(dst, static_cast<const uint16_t*>(src.data), n);
-    case DType::kF16: return convert_v::F16ToF32(dst, static_cast<const uint16_t*>(src.data), n);
+    case DType::kBF16:
+      return convert_v::Bf16ToF32(dst, static_cast<const uint16_t*>(src.data), n);
+    case DType::kF16:
+      return convert_v::F16ToF32(dst, static_cast<const uint16_t*>(src.data), n);
   }
 }
 
@@ -120,8 +122,10 @@ HWY_INLINE void NarrowSpan(TypedPtr dst, const float* src, int64_t n) {
     case DType::kF32:
       if (dst.data != src) std::memcpy(dst.data, src, static_cast<size_t>(n) * sizeof(float));
       return;
-    case DType::kBF16: return convert_v::F32ToBf16(static_cast<uint16_t*>(dst.data), src, n);
-    case DType::kF16: return convert_v::F32ToF16(static_cast<uint16_t*>(dst.data), src, n);
+    case DType::kBF16:
+      return convert_v::F32ToBf16(static_cast<uint16_t*>(dst.data), src, n);
+    case DType::kF16:
+      return convert_v::F32ToF16(static_cast<uint16_t*>(dst.data), src, n);
   }
 }
 

@@ -3,6 +3,8 @@
 // convert-inl.h's) and dispatched at run time.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/convert.cpp"
+#include "kernels/cpu/convert.h"
+
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -11,7 +13,6 @@
 
 #include "core/check.h"
 #include "kernels/cpu/convert-inl.h"
-#include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
 

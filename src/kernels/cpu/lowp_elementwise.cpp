@@ -10,7 +10,6 @@
 #define HWY_TARGET_INCLUDE "kernels/cpu/lowp_elementwise.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-
 #include <omp.h>
 
 #include <algorithm>
@@ -85,7 +84,8 @@ uint16_t* bf16_bits(TypedPtr p) { return static_cast<uint16_t*>(p.data); }
 
 }  // namespace
 
-void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
+void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N,
+                     GeluKind kind) {
   if (out.f32() && inp.f32()) return cpu::gelu_forward(out.f32(), inp.f32(), N, kind);
   if (out.dtype == DType::kBF16 && inp.dtype == DType::kBF16) {
     const GeluTables tables = gelu_tables(ctx.impl(), kind);
@@ -109,7 +109,7 @@ void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_
 }
 
 void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
-                   int64_t N, GeluKind kind) {
+                      int64_t N, GeluKind kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
@@ -130,7 +130,7 @@ void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, Cons
 }
 
 void GeluBackwardOverwriteLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
-                             ConstTypedPtr dout, int64_t N, GeluKind kind) {
+                               ConstTypedPtr dout, int64_t N, GeluKind kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }

@@ -14,9 +14,10 @@
 // register tile is the target's (tile_gemm-inl.h).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/small_gemm.cpp"
+#include "kernels/cpu/small_gemm.h"
+
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-
 #include <omp.h>
 
 #include <algorithm>
@@ -25,7 +26,6 @@
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/gelu_math.h"
-#include "kernels/cpu/small_gemm.h"
 #include "kernels/cpu/tile_gemm-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -96,8 +96,7 @@ auto pack_weight_transposed(const float* weight, int C) {
   return [=](float* buf, int64_t k, int kc, int64_t w, int pw) {
     using attention_tiles::Word32;
     attention_v::Transpose(reinterpret_cast<Word32*>(buf), pw,
-                                          reinterpret_cast<const Word32*>(weight + w * C + k), C,
-                                          pw, kc);
+                           reinterpret_cast<const Word32*>(weight + w * C + k), C, pw, kc);
   };
 }
 
@@ -126,7 +125,7 @@ void column_sums(float* dbias, const float* dout, int64_t N, int OC, Range cols)
 }  // namespace
 
 void SmallGemmForward(float* out, const float* inp, const float* weight, const float* bias,
-                        int64_t N, int C, int OC) {
+                      int64_t N, int C, int OC) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   panel_gemm(
       out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
@@ -134,7 +133,7 @@ void SmallGemmForward(float* out, const float* inp, const float* weight, const f
 }
 
 void SmallGemmGeluForward(float* out, float* act, const float* inp, const float* weight,
-                             const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+                          const float* bias, int64_t N, int C, int OC, GeluKind kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
              [&](float* o, int64_t r, int rows, int64_t w, int pw) {
@@ -146,8 +145,8 @@ void SmallGemmGeluForward(float* out, float* act, const float* inp, const float*
 }
 
 void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
-                         const float* dout, const float* inp, const float* weight, int64_t N, int C,
-                         int OC) {
+                       const float* dout, const float* inp, const float* weight, int64_t N, int C,
+                       int OC) {
   if (!dinp && !dweight && !dbias) return;
     // One region for both products and the bias sums (all independent): each thread takes its
     // columns of each.
@@ -175,8 +174,8 @@ void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float*
 }
 
 void SmallGemmGeluBackward(float* dpre, float* dweight, float* dbias, const float* dout,
-                              const float* pre, const float* weight, int64_t N, int C, int OC,
-                              GeluKind kind) {
+                           const float* pre, const float* weight, int64_t N, int C, int OC,
+                           GeluKind kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
     column_sums(dbias, dout, N, OC, thread_share(OC));
@@ -235,15 +234,15 @@ void small_gemm_gelu_forward(float* out, float* act, const float* inp, const flo
 void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
                          const float* dout, const float* inp, const float* weight, int64_t N, int C,
                          int OC) {
-  HWY_DYNAMIC_DISPATCH(SmallGemmBackward)(dinp, accumulate_dinp, dweight, dbias, dout, inp, weight,
-                                          N, C, OC);
+  HWY_DYNAMIC_DISPATCH(SmallGemmBackward)
+  (dinp, accumulate_dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
 void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
                               const float* pre, const float* weight, int64_t N, int C, int OC,
                               GeluKind kind) {
-  HWY_DYNAMIC_DISPATCH(SmallGemmGeluBackward)(dpre, dweight, dbias, dout, pre, weight, N, C, OC,
-                                              kind);
+  HWY_DYNAMIC_DISPATCH(SmallGemmGeluBackward)
+  (dpre, dweight, dbias, dout, pre, weight, N, C, OC, kind);
 }
 
 }  // namespace nanogpt::cpu

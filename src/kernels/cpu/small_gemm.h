@@ -1,6 +1,6 @@
 // The float32 fully connected layer on small shapes (nanoGPT's CPU recipe: 768 rows x 128..512),
 // where oneDNN's per-call overhead and its split over two threads cost more than the products:
-// register tiles of tile_gemm.h over cache-sized panels, one OpenMP region per product, each
+// register tiles of tile_gemm-inl.h over cache-sized panels, one OpenMP region per product, each
 // output element summed by one thread in a fixed order (bit-identical for any thread count).
 // Internal to kernels/cpu; matmul.cpp routes the shapes small_gemm_fits accepts here.
 #pragma once
