@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/matmul_loops.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
 
@@ -43,25 +44,6 @@ const float* float_rows(KernelContext::Impl& impl, int slot, ConstTypedPtr p, in
   float* f = impl.scratch_f32(slot, static_cast<size_t>(n));
   convert(f, p, n);
   return f;
-}
-
-// dbias (OC) += column sums of dout (N,OC) of any dtype: each thread sums a slice of columns.
-void column_sums_add(float* dbias, ConstTypedPtr dout, int64_t N, int OC) {
-#pragma omp parallel if (worth_parallel(N * OC))
-  {
-    const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    const int per = (OC + nt - 1) / nt;
-    const int o0 = tid * per, o1 = std::min(OC, o0 + per);
-    if (o0 < o1) {
-      std::vector<float> acc(o1 - o0, 0.0f), row(o1 - o0);
-      for (int64_t n = 0; n < N; ++n) {
-        widen(row.data(), dout.at(n * OC + o0), o1 - o0);
-#pragma omp simd
-        for (int o = 0; o < o1 - o0; ++o) acc[o] += row[o];
-      }
-      for (int o = o0; o < o1; ++o) dbias[o] += acc[o - o0];
-    }
-  }
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // column reduction. Weights are described by strides (no transposed copies), except that 16-bit
 // forward and backward-data products of many rows reorder them into oneDNN's blocked layout
 // first (packs_weights). N == 1 (one-token decoding) is a matrix-vector product bound by reading
-// W once; it runs on our own GEMV instead.
+// W once; it runs on our own GEMV instead (matmul_loops.h, with the column sums).
 // Small float32 products (small_gemm_fits: nanoGPT's CPU recipe) run on our own tile GEMM
 // (small_gemm.h).
 #include <omp.h>
@@ -14,6 +14,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/context_impl.h"
+#include "kernels/cpu/matmul_loops.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/small_gemm.h"
 #include "kernels/ops.h"
@@ -113,25 +114,6 @@ void run_matmul(KernelContext::Impl& impl, const MatmulKey& key, const void* src
   impl.stream.wait();
 }
 
-namespace {
-
-// out (OC) = W (OC,C) . x (C) + b (OC, nullable). One row per dot product: a single sequential
-// stream per thread reads W from DRAM fastest here (33 GB/s on 2 threads vs 24 GB/s for groups of
-// 4 rows sharing the loads of x). Each out[o] is summed by one thread in a fixed order, so results
-// are bit-identical for any thread count.
-void gemv_forward(float* out, const float* x, const float* w, const float* b, int C, int OC) {
-#pragma omp parallel for schedule(static)
-  for (int o = 0; o < OC; ++o) {
-    const float* wo = w + static_cast<int64_t>(o) * C;
-    float acc = 0;
-#pragma omp simd reduction(+ : acc)
-    for (int c = 0; c < C; ++c) acc += wo[c] * x[c];
-    out[o] = acc + (b ? b[o] : 0.0f);
-  }
-}
-
-}  // namespace
-
 void matmul_forward(KernelContext& ctx, float* out, const float* inp, const float* weight,
                     const float* bias, int64_t N, int C, int OC) {
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_forward: sizes must be positive, got N={} C={} OC={}", N,
@@ -168,26 +150,7 @@ void backward(KernelContext& ctx, float* dinp, bool accumulate_dinp, float* dwei
   if (dweight) {
     run_matmul(impl, {N, C, OC, false, MatmulKind::kBackwardWeight}, dout, inp, nullptr, dweight);
   }
-  if (dbias) {
-    // dbias (OC) += column sums of dout (N,OC): each thread sums a slice of columns, rows in
-    // chunks so its partial sums stay in cache (small ones on the calling thread: parallel.h; each
-    // column is summed in row order either way).
-#pragma omp parallel if (worth_parallel(N * OC))
-    {
-      const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
-      const int per = (OC + nt - 1) / nt;
-      const int o0 = tid * per, o1 = std::min(OC, o0 + per);
-      if (o0 < o1) {
-        std::vector<float> acc(o1 - o0, 0.0f);
-        for (int64_t n = 0; n < N; ++n) {
-          const float* d = dout + n * OC;
-#pragma omp simd
-          for (int o = o0; o < o1; ++o) acc[o - o0] += d[o];
-        }
-        for (int o = o0; o < o1; ++o) dbias[o] += acc[o - o0];
-      }
-    }
-  }
+  if (dbias) column_sums_add(dbias, dout, N, OC);
 }
 
 }  // namespace
