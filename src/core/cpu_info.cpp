@@ -2,7 +2,6 @@
 // table, and the bandwidth probe.
 #include "core/cpu_info.h"
 
-#include <immintrin.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -37,12 +36,10 @@ std::string cpu_simd_features() {
 }
 
 bool have_bf16_dot_products() {
-#ifdef __AVX512BF16__
-  // The CPU has them and NANOGPT_CPU_TARGET does not cap the dispatch below avx512_bf16.
-  return (nanogpt_cpu_isa() & kIsaAvx512bf16) != 0 && CpuTarget::from_environment().has_bf16_dot();
-#else
-  return false;
-#endif
+  // The CPU has them, NANOGPT_CPU_TARGET does not cap the dispatch below avx512_bf16, and the
+  // dispatch runs the AVX3_DL copy, the one compiled with them (attention_bf16.cpp, the probe).
+  return (nanogpt_cpu_isa() & kIsaAvx512bf16) != 0 &&
+         CpuTarget::from_environment().has_bf16_dot() && dispatched_hwy_target() == "AVX3_DL";
 }
 
 AutoDtype choose_auto_dtype() {
@@ -55,36 +52,13 @@ AutoDtype choose_auto_dtype() {
 
 namespace {
 
-#if defined(__AVX512F__)
-// Sums a probe's 12 accumulator chains into a volatile, so that the compiler keeps the loop.
-void keep_chains(const __m512 (&acc)[12]) {
-  __m512 sum = acc[0];
-  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  alignas(64) float out[16];
-  _mm512_store_ps(out, sum);
-  volatile float sink = out[0];
-  (void)sink;
-}
-#endif
-
 // FLOPs done by one call: 12 independent FMA chains at the vector width of the CPU target the
 // dispatch runs (dispatched_probes.cpp), so a capped run is measured against its own peak.
 double fma_kernel(int64_t iters, float seed) { return fma_probe_flops(iters, seed); }
 
-#ifdef __AVX512BF16__
-// FLOPs done by one call: 12 independent vdpbf16ps chains, each instruction 32 products and sums.
-double bf16_dot_kernel(int64_t iters, float seed) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(seed + static_cast<float>(i));
-  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.998f));
-  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(2e-7f));
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-  }
-  keep_chains(acc);
-  return static_cast<double>(iters) * 12 * 32 * 2;
-}
-#endif
+// FLOPs done by one call: 12 independent vdpbf16ps chains, each instruction 32 products and sums
+// (dispatched_probes.cpp: the AVX3_DL copy).
+double bf16_dot_kernel(int64_t iters, float seed) { return bf16_dot_probe_flops(iters, seed); }
 
 // The best FLOP/s of five runs of `kernel(iters, seed)` on `threads` threads at once (the machine
 // is shared and noisy).
@@ -105,9 +79,7 @@ double best_of_five(int threads, Kernel kernel) {
 // 0 where the probe's arithmetic is missing from this build or CPU.
 double run_probe(int threads, PeakProbe probe) {
   if (probe == PeakProbe::kFp32Fma) return best_of_five(threads, fma_kernel);
-#ifdef __AVX512BF16__
   if (have_bf16_dot_products()) return best_of_five(threads, bf16_dot_kernel);
-#endif
   return 0;
 }
 

@@ -18,7 +18,8 @@ std::string cpu_model_name();
 // isa_required.h has the full list).
 std::string cpu_simd_features();
 
-// True when this build and this CPU both have AVX512_BF16 (vdpbf16ps).
+// True when this CPU has AVX512_BF16 (vdpbf16ps) and the dispatch runs the target that uses it
+// (AVX3_DL, not capped below avx512_bf16).
 bool have_bf16_dot_products();
 
 // dtype=auto: "bfloat16" where this CPU multiplies bf16 natively (AVX512_BF16 or AMX-BF16, and

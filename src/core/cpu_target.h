@@ -75,8 +75,10 @@ bool cpu_has_amx_bf16();
 
 // Highway's name of the target HWY_DYNAMIC_DISPATCH runs now ("AVX2", "AVX3_DL", "EMU128", ...),
 // and the fp32 FMA peak probe at that target's width: FLOPs done by `iters` steps of 12 chains
-// (dispatched_probes.cpp).
+// (dispatched_probes.cpp); and the bf16 dot-product probe (vdpbf16ps), 0 unless the target is
+// AVX3_DL (callers check the CPU has AVX512_BF16 first).
 std::string dispatched_hwy_target();
 double fma_probe_flops(int64_t iters, float seed);
+double bf16_dot_probe_flops(int64_t iters, float seed);
 
 }  // namespace nanogpt

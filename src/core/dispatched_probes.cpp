@@ -1,7 +1,9 @@
 // Code compiled for every CPU target and dispatched like the kernels, that says what the dispatch
 // runs: dispatched_hwy_target (the name of the target HWY_DYNAMIC_DISPATCH picks now, so tests and
 // --version can check that a cap took effect) and fma_probe_flops (the fp32 FMA peak probe at that
-// target's vector width, so MFU under NANOGPT_CPU_TARGET=avx2 is measured against AVX2's peak).
+// target's vector width, so MFU under NANOGPT_CPU_TARGET=avx2 is measured against AVX2's peak),
+// and bf16_dot_probe_flops (vdpbf16ps chains, in the AVX3_DL copy only, with AVX512_BF16 enabled
+// for that function alone).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/dispatched_probes.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -10,6 +12,10 @@
 #include <cstdint>
 
 #include "core/cpu_target.h"
+
+#if HWY_ARCH_X86
+#include <immintrin.h>
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace nanogpt::HWY_NAMESPACE {
@@ -36,6 +42,30 @@ double FmaProbe(int64_t iters, float seed) {
   return static_cast<double>(iters) * 12 * static_cast<double>(hn::Lanes(d)) * 2;
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
+#pragma GCC push_options
+#pragma GCC target("avx512bf16")
+// 12 independent vdpbf16ps chains, each instruction 32 bf16 products added into 16 floats (64
+// FLOPs). Returns the FLOPs done.
+double Bf16DotProbe(int64_t iters, float seed) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(seed + static_cast<float>(i));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.998f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(2e-7f));
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  volatile float sink = _mm512_reduce_add_ps(sum);  // keeps the loop
+  (void)sink;
+  return static_cast<double>(iters) * 12 * 32 * 2;
+}
+#pragma GCC pop_options
+#else
+double Bf16DotProbe(int64_t, float) { return 0; }  // no bf16 dot products at this target
+#endif
+
 }  // namespace nanogpt::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -44,11 +74,16 @@ namespace nanogpt {
 
 HWY_EXPORT(DispatchedTargetName);
 HWY_EXPORT(FmaProbe);
+HWY_EXPORT(Bf16DotProbe);
 
 std::string dispatched_hwy_target() { return HWY_DYNAMIC_DISPATCH(DispatchedTargetName)(); }
 
 double fma_probe_flops(int64_t iters, float seed) {
   return HWY_DYNAMIC_DISPATCH(FmaProbe)(iters, seed);
+}
+
+double bf16_dot_probe_flops(int64_t iters, float seed) {
+  return HWY_DYNAMIC_DISPATCH(Bf16DotProbe)(iters, seed);
 }
 
 }  // namespace nanogpt
