@@ -51,7 +51,7 @@ run() {
   peak=$(echo "$log" | sed -n 's/.*measured peak \([0-9.]*\) GFLOP\/s.*/\1/p' | tail -1)
   local mfu_peak
   mfu_peak=$(echo "$log" | sed -n 's/.*MFU is relative to the \(.*\) peak \([0-9.]*\) GFLOP\/s.*/\1 \2/p' | tail -1)
-  case "$mfu_peak" in "bf16 dot products "*) bf16_peak_gflops=${mfu_peak##* } ;; esac
+  case "$mfu_peak" in "bf16 "*|"bfloat16 "*) bf16_peak_gflops=$mfu_peak ;; esac
   # median of the per-iteration MFU values in metrics.jsonl
   mfu=$(grep -o '"mfu":[-0-9.e]*' "$out/metrics.jsonl" | cut -d: -f2 | sort -g |
         awk '{v[NR]=$1} END {if (NR) printf "%.1f%%", 100*v[int((NR+1)/2)]; else print "n/a"}')
@@ -71,7 +71,7 @@ run "+ bf16" --attention=flash --fused=True --dtype=bfloat16 --data_mode=preload
 
 table=$(
   echo "W2 (6x6x384, T 256, B 64, dropout 0.2), $ITERS iterations per row, OMP_NUM_THREADS=$OMP_NUM_THREADS;"
-  echo "MFU against the peak of each row's matmul arithmetic, measured by the run: fp32 FMA ${peak_gflops:-?} GFLOP/s${bf16_peak_gflops:+, bf16 dot products $bf16_peak_gflops GFLOP/s (the bf16 row)}; $(date -u +%Y-%m-%d), $(nproc) CPUs."
+  echo "MFU against the peak of each row's matmul arithmetic, measured by the run: fp32 FMA ${peak_gflops:-?} GFLOP/s${bf16_peak_gflops:+, $bf16_peak_gflops GFLOP/s (the bf16 row)}; $(date -u +%Y-%m-%d), $(nproc) CPUs."
   echo
   echo "| step | keys | ms/iter (median) | speed-up | MFU | peak memory (tracked / RSS) |"
   echo "|---|---|---|---|---|---|"

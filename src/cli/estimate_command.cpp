@@ -49,10 +49,9 @@ int estimate_command(const Args& args) {
   if (measure_peak) {
     if (resolved.threads > 0) omp_set_num_threads(static_cast<int>(resolved.threads));
     const int threads = omp_get_max_threads();
-    const bool bf16 = resolved.dtype == "bfloat16";
-    peak = mfu_peak_for(
-        bf16 ? DType::kBF16 : DType::kF32, measure_peak_flops(threads),
-        bf16 ? measure_peak_flops(threads, "", true, PeakProbe::kBf16Dot) : PeakFlops{});
+    DType dtype = DType::kF32;
+    parse_dtype(resolved.dtype, dtype);  // validated by resolve_for_estimate
+    peak = mfu_peak_for(measure_compute_peaks(dtype, threads));
   }
   std::fputs(format_estimate(estimate, peak.flops_per_s, peak.arithmetic).c_str(), stdout);
   return 0;

@@ -112,18 +112,13 @@ double measure_memory_bandwidth(int threads) {
   return best;
 }
 
-PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use_cache,
-                             PeakProbe probe) {
+PeakFlops remember_best_peak(const std::string& probe_key, double measured, int threads,
+                             const std::string& cache_dir, bool use_cache) {
   namespace fs = std::filesystem;
   fs::path dir = cache_dir.empty() ? default_cache_dir() : fs::path(cache_dir);
   fs::path file = dir / "peak_flops.json";
-  std::string key =
-      cpu_model_name() + " | " + cpu_simd_features() + " | threads " + std::to_string(threads);
-  if (probe == PeakProbe::kBf16Dot) {
-    key += " | bf16 dot products";
-  } else {
-    key += " | " + dispatched_hwy_target();  // the vector width the probe ran at
-  }
+  const std::string key = cpu_model_name() + " | " + cpu_simd_features() + " | threads " +
+                          std::to_string(threads) + " | " + probe_key;
   // A probe on a busy machine reads low, so the cache keeps the best value ever measured here and
   // every run adds one more short probe to it.
   nlohmann::json cache = nlohmann::json::object();
@@ -139,7 +134,6 @@ PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use
       }
     }
   }
-  double measured = run_probe(threads, probe);
   if (measured == 0) return PeakFlops{0, threads, false};  // no such arithmetic here
   PeakFlops peak{std::max(measured, cached), threads, cached >= measured};
   if (use_cache && measured > cached) {
@@ -154,6 +148,14 @@ PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use
     fs::rename(tmp, file, ec);
   }
   return peak;
+}
+
+PeakFlops measure_peak_flops(int threads, const std::string& cache_dir, bool use_cache,
+                             PeakProbe probe) {
+  // The fp32 probe runs at the dispatched target's vector width: its key names the target.
+  const std::string probe_key =
+      probe == PeakProbe::kBf16Dot ? "bf16 dot products" : dispatched_hwy_target();
+  return remember_best_peak(probe_key, run_probe(threads, probe), threads, cache_dir, use_cache);
 }
 
 }  // namespace nanogpt

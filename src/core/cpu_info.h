@@ -45,6 +45,13 @@ enum class PeakProbe {
 PeakFlops measure_peak_flops(int threads, const std::string& cache_dir = "", bool use_cache = true,
                              PeakProbe probe = PeakProbe::kFp32Fma);
 
+// The best of `measured` and the value cached for probe_key (with this CPU's model, features and
+// the thread count) in cache_dir/peak_flops.json, which keeps the best: the caching of
+// measure_peak_flops, for probes defined elsewhere (kernels/compute_peaks.h). measured == 0 (no
+// such arithmetic here) reads 0.
+PeakFlops remember_best_peak(const std::string& probe_key, double measured, int threads,
+                             const std::string& cache_dir = "", bool use_cache = true);
+
 // Sustained memory bandwidth in bytes/s on `threads` threads: the best of a few passes of a
 // STREAM-style triad (a = b + s*c) over three 32 MiB arrays (larger than the caches), counting
 // 3 arrays moved per pass. Allocates 96 MiB for about 0.1 s.

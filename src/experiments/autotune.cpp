@@ -18,6 +18,18 @@
 
 namespace nanogpt {
 
+namespace {
+
+// A trial's dtype ('auto' as the trainer resolves it); float32 for a bad name (the trial fails
+// with the trainer's message).
+DType trial_dtype(const std::string& name) {
+  DType t = DType::kF32;
+  parse_dtype(name == "auto" ? choose_auto_dtype().dtype : name, t);
+  return t;
+}
+
+}  // namespace
+
 namespace fs = std::filesystem;
 
 int64_t parse_memory_size(const std::string& text, const std::string& key) {
@@ -52,13 +64,12 @@ AutotuneResult autotune(const TrainConfig& base, const AutotuneOptions& options)
 
   AutotuneResult result;
   if (base.threads > 0) omp_set_num_threads(static_cast<int>(base.threads));
-  const PeakFlops fp32_peak = measure_peak_flops(omp_get_max_threads());
-  const bool any_bf16 = std::find(dtypes.begin(), dtypes.end(), "bfloat16") != dtypes.end();
-  const PeakFlops bf16_peak =
-      any_bf16 ? measure_peak_flops(omp_get_max_threads(), "", true, PeakProbe::kBf16Dot)
-               : PeakFlops{};
-  result.peak_flops = fp32_peak.flops_per_s;
-  result.bf16_peak_flops = bf16_peak.flops_per_s;
+  for (const std::string& name : dtypes) {
+    const DType t = trial_dtype(name);
+    const bool seen = std::any_of(result.peaks.begin(), result.peaks.end(),
+                                  [&](const ComputePeaks& p) { return p.dtype == t; });
+    if (!seen) result.peaks.push_back(measure_compute_peaks(t, omp_get_max_threads()));
+  }
   const fs::path scratch =
       fs::temp_directory_path() / fmt::format("nanogpt-autotune-{}", static_cast<long>(::getpid()));
   for (const std::string& dtype : dtypes) {
@@ -101,12 +112,12 @@ AutotuneResult autotune(const TrainConfig& base, const AutotuneOptions& options)
         const TrainResult r = run_training(c, quiet);
         trial.ms_per_step = r.median_step_ms;
         trial.measured_peak_bytes = r.peak_tracked_bytes;
-        trial.tokens_per_s = static_cast<double>(options.tokens_per_step) / (r.median_step_ms / 1e3);
+        trial.tokens_per_s =
+            static_cast<double>(options.tokens_per_step) / (r.median_step_ms / 1e3);
         trial.mfu = model_flops_utilization(
             flops_per_token(estimate.model, estimate.params_for_mfu),
             static_cast<double>(options.tokens_per_step), r.median_step_ms / 1e3,
-            mfu_peak_for(c.dtype == "bfloat16" ? DType::kBF16 : DType::kF32, fp32_peak, bf16_peak)
-                .flops_per_s);
+            mfu_peak_for(result.peaks_for(trial_dtype(c.dtype))).flops_per_s);
       } catch (const Error& e) {
         trial.skipped = fmt::format("failed: {}", e.what());
       }
@@ -125,34 +136,40 @@ AutotuneResult autotune(const TrainConfig& base, const AutotuneOptions& options)
   return result;
 }
 
+const ComputePeaks& AutotuneResult::peaks_for(DType dtype) const {
+  for (const ComputePeaks& p : peaks) {
+    if (p.dtype == dtype) return p;
+  }
+  fail("autotune: no peaks measured for dtype {}", dtype_name(dtype));
+}
+
 std::string format_autotune(const AutotuneResult& r, const AutotuneOptions& options) {
+  std::string units;
+  for (const ComputePeaks& p : r.peaks) {
+    const MfuPeak m = mfu_peak_for(p);
+    units += fmt::format("{}{} {:.0f} GFLOP/s {}", units.empty() ? "" : ", ", dtype_name(p.dtype),
+                         m.flops_per_s / 1e9, m.arithmetic);
+  }
   std::string out = fmt::format(
-      "{} tokens per optimizer step; memory cap {}; MFU against the measured peak {:.0f} GFLOP/s "
-      "fp32 FMA{}\n"
+      "{} tokens per optimizer step; memory cap {}; MFU against the measured peak of each dtype's "
+      "matmuls ({})\n"
       "  {:>11} {:>12} {:>9} {:>12} {:>12} {:>11} {:>7} {:>12}\n",
       options.tokens_per_step,
-      options.max_memory_bytes > 0 ? format_bytes(options.max_memory_bytes) : "none",
-      r.peak_flops / 1e9,
-      r.bf16_peak_flops > 0
-          ? fmt::format(" ({:.0f} GFLOP/s bf16 dot products for bfloat16 trials)",
-                        r.bf16_peak_flops / 1e9)
-          : std::string(),
-      "micro-batch", "accumulation", "dtype", "est. peak", "ms/step",
-      "tokens/s", "MFU", "peak");
+      options.max_memory_bytes > 0 ? format_bytes(options.max_memory_bytes) : "none", units,
+      "micro-batch", "accumulation", "dtype", "est. peak", "ms/step", "tokens/s", "MFU", "peak");
   for (size_t i = 0; i < r.trials.size(); ++i) {
     const AutotuneTrial& t = r.trials[i];
     const std::string mark = static_cast<int>(i) == r.best ? "* " : "  ";
     if (!t.skipped.empty()) {
-      out += fmt::format("{}{:>11} {:>12} {:>9} {:>12}  {}\n", mark, t.micro_batch,
-                         t.accumulation, t.dtype,
-                         t.estimated_peak_bytes ? format_bytes(t.estimated_peak_bytes) : "-",
-                         t.skipped);
+      out += fmt::format(
+          "{}{:>11} {:>12} {:>9} {:>12}  {}\n", mark, t.micro_batch, t.accumulation, t.dtype,
+          t.estimated_peak_bytes ? format_bytes(t.estimated_peak_bytes) : "-", t.skipped);
       continue;
     }
     out += fmt::format("{}{:>11} {:>12} {:>9} {:>12} {:>12.1f} {:>11.0f} {:>6.1f}% {:>12}\n", mark,
-                       t.micro_batch, t.accumulation, t.dtype,
-                       format_bytes(t.estimated_peak_bytes), t.ms_per_step, t.tokens_per_s,
-                       100 * t.mfu, format_bytes(t.measured_peak_bytes));
+                       t.micro_batch, t.accumulation, t.dtype, format_bytes(t.estimated_peak_bytes),
+                       t.ms_per_step, t.tokens_per_s, 100 * t.mfu,
+                       format_bytes(t.measured_peak_bytes));
   }
   if (r.best >= 0) {
     const AutotuneTrial& b = r.trials[r.best];

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/compute_peaks.h"
+
 #include "train/train_config.h"
 
 namespace nanogpt {
@@ -31,8 +33,10 @@ struct AutotuneTrial {
 struct AutotuneResult {
   std::vector<AutotuneTrial> trials;
   int best = -1;  // index into trials of the fastest trial that ran; -1 if none ran
-  double peak_flops = 0;       // fp32 FMA, measured at the start
-  double bf16_peak_flops = 0;  // bf16 dot products; 0 unless a bfloat16 trial and the CPU has them
+  // The measured peaks for each dtype tried (in the order of first trial); a trial's MFU is against
+  // its dtype's matmul unit (kernels/compute_peaks.h).
+  std::vector<ComputePeaks> peaks;
+  const ComputePeaks& peaks_for(DType dtype) const;
 };
 
 // Throws nanogpt::Error if tokens_per_step is not a multiple of block_size.

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/compute_peaks.h"
+
 namespace nanogpt {
 
 const char* op_class_name(OpClass c) {
@@ -27,28 +29,25 @@ const char* op_class_name(OpClass c) {
   return "?";
 }
 
-namespace {
-
-bool products_in_bf16(OpClass c) {
-  return c == OpClass::kMatmul || c == OpClass::kAttention || c == OpClass::kClassifier;
-}
-
-}  // namespace
-
-std::string OpProfile::table(double peak_flops, double peak_bytes_per_s,
-                             double bf16_peak_flops) const {
+std::string OpProfile::table(const ComputePeaks& peaks, double peak_bytes_per_s) const {
   const double steps = steps_ > 0 ? static_cast<double>(steps_) : 1.0;
   const double step_ms = step_seconds_ / steps * 1e3;
-  const std::string bf16_peak =
-      bf16_peak_flops > 0
-          ? fmt::format(", {:.1f} GFLOP/s bf16 dot products (the % of matmul, attention and "
-                        "classifier)",
-                        bf16_peak_flops / 1e9)
-          : "";
+  std::string units;
+  if (peaks.arithmetic() != peaks.fp32_fma.flops_per_s) {
+    units +=
+        fmt::format(", {:.1f} GFLOP/s bf16 dot products (attention's %)", peaks.arithmetic() / 1e9);
+  }
+  if (peaks.matmul() != peaks.arithmetic()) {
+    units += fmt::format(", {:.1f} GFLOP/s {} (matmul's and classifier's %)", peaks.matmul() / 1e9,
+                         peaks.matmul_unit());
+  } else if (peaks.matmul() != peaks.fp32_fma.flops_per_s) {
+    units = fmt::format(", {:.1f} GFLOP/s {} (the % of matmul, attention and classifier)",
+                        peaks.matmul() / 1e9, peaks.matmul_unit());
+  }
   std::string out = fmt::format(
       "profile over {} steps ({:.1f} ms/step; peaks measured here: {:.1f} GFLOP/s fp32{}, "
       "{:.1f} GB/s memory)\n",
-      steps_, step_ms, peak_flops / 1e9, bf16_peak, peak_bytes_per_s / 1e9);
+      steps_, step_ms, peaks.fp32_fma.flops_per_s / 1e9, units, peak_bytes_per_s / 1e9);
   out += fmt::format("{:<12} {:>10} {:>7} {:>8} {:>12} {:>9} {}\n", "op class", "ms/step", "share",
                      "calls", "throughput", "% peak", "bound by");
   double timed = 0;
@@ -58,9 +57,7 @@ std::string OpProfile::table(double peak_flops, double peak_bytes_per_s,
     timed += s.seconds;
     const double ms = s.seconds / steps * 1e3;
     const double share = step_seconds_ > 0 ? s.seconds / step_seconds_ : 0.0;
-    const double flop_peak =
-        bf16_peak_flops > 0 && products_in_bf16(static_cast<OpClass>(i)) ? bf16_peak_flops
-                                                                         : peak_flops;
+    const double flop_peak = peaks.for_op_class(static_cast<OpClass>(i));
     // Compute-bound if its arithmetic intensity is above the machine balance point.
     const bool compute = s.bytes <= 0 || s.flops / s.bytes > flop_peak / peak_bytes_per_s;
     std::string throughput = "-", percent = "-";

@@ -10,6 +10,8 @@
 
 namespace nanogpt {
 
+struct ComputePeaks;  // kernels/compute_peaks.h
+
 enum class OpClass : int {
   kMatmul,       // the block's linear layers (forward and backward)
   kAttention,    // causal self-attention (forward and backward)
@@ -53,7 +55,8 @@ class OpProfile {
   // An op is compute-bound when its FLOPs per byte exceed its FLOP peak / peak_bytes_per_s.
   // bf16_peak_flops > 0 (a bfloat16 run on a CPU with bf16 dot products): the FLOP peak of the
   // classes whose products run in bf16 (matmul, attention, classifier); peak_flops for the rest.
-  std::string table(double peak_flops, double peak_bytes_per_s, double bf16_peak_flops = 0) const;
+  // Each class's % of peak against the unit its products run on (ComputePeaks::for_op_class).
+  std::string table(const ComputePeaks& peaks, double peak_bytes_per_s) const;
 
  private:
   std::array<OpStats, static_cast<int>(OpClass::kCount)> stats_{};

@@ -19,11 +19,8 @@ double model_flops_utilization(double fpt, double tokens, double seconds, double
   return fpt * tokens / seconds / peak_flops;
 }
 
-MfuPeak mfu_peak_for(DType dtype, const PeakFlops& fp32_fma, const PeakFlops& bf16_dot) {
-  if (dtype == DType::kBF16 && bf16_dot.flops_per_s > 0) {
-    return {bf16_dot.flops_per_s, "bf16 dot products", bf16_dot.from_cache};
-  }
-  return {fp32_fma.flops_per_s, "fp32 FMA", fp32_fma.from_cache};
+MfuPeak mfu_peak_for(const ComputePeaks& peaks) {
+  return {peaks.matmul(), peaks.matmul_unit(), peaks.matmul_from_cache()};
 }
 
 MetricsLog::MetricsLog(const std::string& path, bool append)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cpu_info.h"
+#include "kernels/compute_peaks.h"
 #include "kernels/dtype.h"
 #include "model/model_config.h"
 
@@ -23,16 +24,17 @@ double flops_per_token(const ModelConfig& config, int64_t num_params_no_wpe);
 double model_flops_utilization(double flops_per_token, double tokens, double seconds,
                                double peak_flops);
 
-// The peak a run's MFU is measured against: that of the arithmetic its matmuls run in, as MFU on a
-// GPU is taken against the bf16 (or tf32) dense peak. bfloat16 on a CPU with bf16 dot products:
-// their peak (about twice the fp32 one here); otherwise the fp32 FMA peak (float32; float16,
-// whose products widen to fp32 on this CPU; bfloat16 without AVX512_BF16, same).
+// The peak a run's MFU is measured against: that of the unit its matmuls run on, as MFU on a GPU is
+// taken against the bf16 (or tf32) dense peak (kernels/compute_peaks.h: fp32 FMAs for float32;
+// for a 16-bit dtype the larger of its products' arithmetic (bf16 dot products, or fp32 FMAs where
+// they widen) and the measured rate of oneDNN's matmul in that dtype, which is AMX's where the
+// CPU has it). So MFU stays below 100%.
 struct MfuPeak {
   double flops_per_s = 0;
-  std::string arithmetic;  // "fp32 FMA" or "bf16 dot products", for the log line
+  std::string arithmetic;  // "fp32 FMA", "bf16 dot products" or "bfloat16 matmul (oneDNN)"
   bool from_cache = false;
 };
-MfuPeak mfu_peak_for(DType dtype, const PeakFlops& fp32_fma, const PeakFlops& bf16_dot);
+MfuPeak mfu_peak_for(const ComputePeaks& peaks);
 
 // Appends JSON lines to a file, flushing each so a crash loses at most the line being written.
 class MetricsLog {

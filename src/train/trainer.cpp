@@ -50,6 +50,19 @@ std::string checkpoint_dir_of(const std::string& out_dir) {
 
 namespace {
 
+// The log's peaks beside fp32's: bf16 dot products and the 16-bit matmul where measured.
+std::string other_peaks(const ComputePeaks& p) {
+  std::string out;
+  if (p.bf16_dot.flops_per_s > 0) {
+    out += fmt::format(", {:.0f} GFLOP/s bf16 dot products", p.bf16_dot.flops_per_s / 1e9);
+  }
+  if (p.lowp_matmul.flops_per_s > 0) {
+    out += fmt::format(", {:.0f} GFLOP/s {} matmul (oneDNN)", p.lowp_matmul.flops_per_s / 1e9,
+                       dtype_name(p.dtype));
+  }
+  return out;
+}
+
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
   CHECK(in.good(), "cannot read '{}'", path);
@@ -268,13 +281,8 @@ class TrainingRun {
       metrics_ = MetricsLog(metrics_path, from == "resume");
     }
 
-    const PeakFlops fp32_peak = measure_peak_flops(threads_);
-    const PeakFlops bf16_peak = dtype_ == DType::kBF16
-                                    ? measure_peak_flops(threads_, "", true, PeakProbe::kBf16Dot)
-                                    : PeakFlops{};
-    fp32_peak_flops_ = fp32_peak.flops_per_s;
-    bf16_peak_flops_ = bf16_peak.flops_per_s;
-    const MfuPeak mfu_peak = mfu_peak_for(dtype_, fp32_peak, bf16_peak);
+    peaks_ = measure_compute_peaks(dtype_, threads_);
+    const MfuPeak mfu_peak = mfu_peak_for(peaks_);
     mfu_peak_flops_ = mfu_peak.flops_per_s;
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
     tokens_per_iter_ =
@@ -297,10 +305,8 @@ class TrainingRun {
         "compute: {} threads on {}, kernels for {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU "
         "is relative to "
         "the {} peak {:.0f} GFLOP/s{}",
-        threads_, cpu_model_name(), ctx_.cpu_target_description(), fp32_peak_flops_ / 1e9,
-        bf16_peak_flops_ > 0
-            ? fmt::format(", {:.0f} GFLOP/s bf16 dot products", bf16_peak_flops_ / 1e9)
-            : std::string(),
+        threads_, cpu_model_name(), ctx_.cpu_target_description(),
+        peaks_.fp32_fma.flops_per_s / 1e9, other_peaks(peaks_),
         mfu_peak.arithmetic, mfu_peak_flops_ / 1e9,
         mfu_peak.from_cache ? " (best measured here)" : ""));
     if (comm_->size() > 1) {
@@ -446,7 +452,7 @@ class TrainingRun {
   void print_profile() {
     if (profile_.steps() == 0) return;
     const double bandwidth = measure_memory_bandwidth(threads_);
-    say(profile_.table(fp32_peak_flops_, bandwidth, bf16_peak_flops_));
+    say(profile_.table(peaks_, bandwidth));
   }
 
   // A non-finite loss or gradient norm ends the run at once: stepping would write NaN into the
@@ -628,7 +634,8 @@ class TrainingRun {
   MetricsLog metrics_;
   // Measured peaks (bf16: 0 unless a bfloat16 run on a CPU with bf16 dot products) and the one
   // MFU is taken against (metrics.h, mfu_peak_for).
-  double fp32_peak_flops_ = 0, bf16_peak_flops_ = 0, mfu_peak_flops_ = 0, fpt_ = 0;
+  ComputePeaks peaks_;  // the measured peaks of the run's arithmetic units
+  double mfu_peak_flops_ = 0, fpt_ = 0;
   int64_t tokens_per_iter_ = 0;
   int64_t iter_num_ = 0;
   double best_val_loss_ = 1e9;

@@ -1,5 +1,6 @@
 // MFU as the trainer reports it: nanoGPT's FLOPs per token, the utilization arithmetic, the peak it
-// is taken against for each dtype (metrics.h mfu_peak_for), and the measured peaks behind it
+// is taken against for each dtype (metrics.h mfu_peak_for, kernels/compute_peaks.h), and the
+// measured peaks behind it
 // (core/cpu_info: one cached best value per probe, so a bf16 probe never overwrites the fp32 one).
 #include "train/metrics.h"
 
@@ -29,21 +30,54 @@ TEST(Mfu, NanoGptFlopsPerTokenAndUtilization) {
   EXPECT_EQ(model_flops_utilization(1e6, 500, 0.5, 0.0), 0.0);  // no peak measured
 }
 
-TEST(Mfu, PeakIsThatOfTheArithmeticTheProductsRunIn) {
+ComputePeaks peaks(DType dtype, PeakFlops fp32, PeakFlops bf16_dot, PeakFlops matmul) {
+  ComputePeaks p;
+  p.dtype = dtype;
+  p.fp32_fma = fp32;
+  p.bf16_dot = bf16_dot;
+  p.lowp_matmul = matmul;
+  return p;
+}
+
+TEST(Mfu, PeakIsThatOfTheUnitTheMatmulsRunOn) {
   const PeakFlops fp32{400e9, 2, false}, bf16{800e9, 2, true}, none{};
-  // bfloat16 with bf16 dot products: their peak, so a bf16 run cannot read above 100%.
-  MfuPeak p = mfu_peak_for(DType::kBF16, fp32, bf16);
+  const PeakFlops dnnl_slow{700e9, 2, false}, amx{2400e9, 2, true}, widened{300e9, 2, false};
+  // bfloat16 with bf16 dot products where oneDNN's matmul is slower than them (AVX512_BF16):
+  // their peak, so a bf16 run cannot read above 100%.
+  MfuPeak p = mfu_peak_for(peaks(DType::kBF16, fp32, bf16, dnnl_slow));
   EXPECT_EQ(p.flops_per_s, 800e9);
   EXPECT_EQ(p.arithmetic, "bf16 dot products");
   EXPECT_TRUE(p.from_cache);
+  // oneDNN's matmul faster than any arithmetic of ours (AMX tiles): its measured rate.
+  p = mfu_peak_for(peaks(DType::kBF16, fp32, bf16, amx));
+  EXPECT_EQ(p.flops_per_s, 2400e9);
+  EXPECT_EQ(p.arithmetic, "bfloat16 matmul (oneDNN)");
+  EXPECT_TRUE(p.from_cache);
   // bfloat16 on a CPU without them widens to fp32 FMAs.
-  p = mfu_peak_for(DType::kBF16, fp32, none);
+  p = mfu_peak_for(peaks(DType::kBF16, fp32, none, widened));
   EXPECT_EQ(p.flops_per_s, 400e9);
   EXPECT_EQ(p.arithmetic, "fp32 FMA");
-  // float32, and float16 (no fp16 arithmetic here: its products widen to fp32).
-  EXPECT_EQ(mfu_peak_for(DType::kF32, fp32, bf16).flops_per_s, 400e9);
-  EXPECT_EQ(mfu_peak_for(DType::kF16, fp32, bf16).flops_per_s, 400e9);
-  EXPECT_FALSE(mfu_peak_for(DType::kF16, fp32, bf16).from_cache);
+  // float32, and float16 whose products widen to fp32 (its matmul slower than the FMA peak).
+  EXPECT_EQ(mfu_peak_for(peaks(DType::kF32, fp32, none, none)).flops_per_s, 400e9);
+  EXPECT_EQ(mfu_peak_for(peaks(DType::kF16, fp32, none, widened)).flops_per_s, 400e9);
+  EXPECT_FALSE(mfu_peak_for(peaks(DType::kF16, fp32, none, widened)).from_cache);
+}
+
+// The measured matmul probe: run here for real (bf16 and fp16 through our matmul op), its MFU
+// peak is never below the arithmetic's, and its own reading is positive and below ten times the
+// fp32 peak (a unit that is not there would not be measured).
+TEST(Mfu, MeasuredPeaksOfA16BitRun) {
+  for (const DType t : {DType::kBF16, DType::kF16}) {
+    const ComputePeaks p = measure_compute_peaks(t, 2, /*use_cache=*/false);
+    EXPECT_GT(p.fp32_fma.flops_per_s, 0.0);
+    EXPECT_GT(p.lowp_matmul.flops_per_s, 0.0);
+    EXPECT_LT(p.lowp_matmul.flops_per_s, 10 * p.fp32_fma.flops_per_s);
+    EXPECT_GE(p.matmul(), p.arithmetic());
+    EXPECT_EQ(p.for_op_class(OpClass::kMatmul), p.matmul());
+    EXPECT_EQ(p.for_op_class(OpClass::kAttention), p.arithmetic());
+    EXPECT_EQ(p.for_op_class(OpClass::kNorm), p.fp32_fma.flops_per_s);
+  }
+  EXPECT_EQ(measure_compute_peaks(DType::kF32, 2, false).lowp_matmul.flops_per_s, 0.0);
 }
 
 TEST(PeakProbe, Bf16DotPeakIsMeasuredWhereTheBuildAndCpuHaveBf16) {
