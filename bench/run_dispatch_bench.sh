@@ -1,58 +1,90 @@
 #!/usr/bin/env bash
-# Runtime dispatch side by side in one run (issue 18): the same binary at every CPU target this
-# machine runs (NANOGPT_CPU_TARGET caps Highway's choice and oneDNN's ISA), and an older build
-# (e.g. commit 35b4b12, before dispatch) as the "no slower than" bar.
-#   1. W4 attention forward+backward (B 4, T 1024, GPT-2 heads; bench_kernels), per target;
-#   2. W2 training steps (nanoGPT's baby GPT, fp32, and bf16 where the level has it), per target:
-#      the summary line (median ms/iter) and the compute: line (the target and its measured peak).
-# Prints the CPU (model and the features that matter) first. Kernels not yet dispatched run at the
-# build's -march whatever the cap (docs/architecture.md), so a capped step is an upper bound on
-# what that CPU level would give.
-# Usage: bash bench/run_dispatch_bench.sh [steps=5] [old build dir, e.g. /work/old35/build]
+# Runtime dispatch side by side in one run (issue 18): the same portable binary at every CPU target
+# this machine runs (NANOGPT_CPU_TARGET caps Highway's choice and oneDNN's ISA alike), and an older
+# build (e.g. commit 35b4b12, before dispatch, built -march=native) as the "no slower than" bar.
+#   W4   attention forward+backward (B 1, T 1024, 12 heads of 64; bench_kernels): float32 at every
+#        target, and the native bf16 kernel where the target has it;
+#   W1   nanoGPT's CPU recipe (4L/4H/128, T 64, B 12; 20 x STEPS steps);
+#   W2   nanoGPT's baby GPT (6L/6H/384, T 256, B 64, dropout 0.2);
+#   W3   GPT-2 124M shapes, B 4, T 64;   W3'  the same at T 1024;
+# each in float32 and bfloat16, at the targets in TRAIN_LEVELS (default avx2, avx512, avx512_bf16:
+# the baseline and SSE4 targets run W1 and W4 only, their W2/W3' steps take minutes), and in the old
+# build. Every training run has --profile=True: the median step, the compute: line (target and
+# peaks) and the per-op profile table go to $OUT (default build/bench_work/dispatch), one file per
+# run, and a summary line per run to stdout.
+# Usage: bash bench/run_dispatch_bench.sh [steps=3] [old build dir, e.g. /work/old35/build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/bench_data.sh
-STEPS=${1:-5}
+STEPS=${1:-3}
 OLD=${2:-}
 ROOT=$PWD
 WORK=build/bench_work; mkdir -p "$WORK"
+OUT=${OUT:-$WORK/dispatch}; mkdir -p "$OUT"
+TRAIN_LEVELS=${TRAIN_LEVELS:-"avx2 avx512 avx512_bf16"}
 prepare_tinyshakespeare build/nanogpt "$WORK" char
+prepare_tinyshakespeare build/nanogpt "$WORK" gpt2
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs);" \
-     "features: $(grep -o 'avx2\|avx512f\|avx512_bf16\|avx512_fp16\|amx_bf16' /proc/cpuinfo | sort -u | xargs)"
-targets=$(build/nanogpt --version | sed -n 's/^CPU target: *\([a-z0-9_]*\) .*/\1/p')
-echo "uncapped target: $targets"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); vendor" \
+     "$(grep -m1 'vendor_id' /proc/cpuinfo | cut -d: -f2 | xargs); features:" \
+     "$(grep -o 'avx2\|avx512f\|avx512_bf16\|avx512_fp16\|amx_bf16' /proc/cpuinfo | sort -u | xargs)"
+echo "build: $(build/nanogpt --version | sed -n 's/^build: *//p'); uncapped:" \
+     "$(build/nanogpt --version | sed -n 's/^CPU target: *//p')"
 levels="baseline sse4 avx2 avx512 avx512_bf16 avx512_spr"
-echo "== W4 attention fwd+bwd (B 4, T 1024, 12 heads of 64), ms (lower is better)"
 runs_at() {  # runs_at <level>: this CPU runs that level itself (a cap above it would repeat one below)
   NANOGPT_CPU_TARGET=$1 build/nanogpt --version 2>/dev/null | grep -q "^CPU target: *$1 \["
 }
+
+echo "== W4 attention fwd+bwd (B 1, T 1024, 12 heads of 64): time, GFLOP/s"
+w4() {  # w4 <label> <bench_kernels> <filter> [env...]
+  local label=$1 bin=$2 filter=$3; shift 3
+  local line
+  line=$(env "$@" "$bin" --benchmark_filter="$filter" --benchmark_min_time=2 2>/dev/null |
+         grep '^BM_' | awk '{print $2, $3, $NF}')
+  echo "  $label: $line"
+}
 for t in $levels; do
   runs_at "$t" || continue
-  line=$(NANOGPT_CPU_TARGET=$t build/bench_kernels --benchmark_filter='BM_AttentionForwardBackward/4/1024/0' \
-         --benchmark_min_time=2 2>/dev/null | grep '^BM_')
-  echo "  this build, $t: $(NANOGPT_CPU_TARGET=$t build/nanogpt --version | sed -n 's/^CPU target: *//p' | cut -d'(' -f1)-> $line"
+  w4 "float32, $t" build/bench_kernels 'BM_AttentionW4/1024/0$' NANOGPT_CPU_TARGET=$t
+  if [ "$t" = avx512_bf16 ] || [ "$t" = avx512_spr ]; then
+    w4 "bf16 native, $t" build/bench_kernels 'BM_AttentionW4Bf16/1024$' NANOGPT_CPU_TARGET=$t
+  fi
 done
 if [[ -n "$OLD" ]]; then
-  echo "  old build $OLD: $("$OLD/bench_kernels" --benchmark_filter='BM_AttentionForwardBackward/4/1024/0' \
-       --benchmark_min_time=2 2>/dev/null | grep '^BM_')"
+  w4 "float32, old build" "$OLD/bench_kernels" 'BM_AttentionW4/1024/0$'
+  w4 "bf16 native, old build" "$OLD/bench_kernels" 'BM_AttentionW4Bf16/1024$'
 fi
-common=(--dataset=shakespeare_char --max_iters="$STEPS" --eval_interval=100000 --eval_iters=1
-        --log_interval=1 --always_save_checkpoint=False --gradient_accumulation_steps=1)
-w2() {  # w2 <label> <binary> <dtype> [env...]
-  local label=$1 bin=$2 dtype=$3; shift 3
-  local log
-  log=$(cd "$WORK" && env "$@" "$bin" train "$ROOT/config/train_shakespeare_char.py" "${common[@]}" \
-        --dtype="$dtype" --out_dir=out-dispatch 2>&1)
-  echo "  $label, $dtype: $(echo "$log" | grep -E '^done' | head -1)"
-  echo "    $(echo "$log" | grep -oE 'kernels for [a-z0-9_]+ \[Highway [A-Z0-9_]+\]|measured peak [0-9]+ GFLOP/s fp32 FMA' | xargs)"
+
+train() {  # train <workload> <label> <binary> <dtype> [env...]
+  local w=$1 label=$2 bin=$3 dtype=$4; shift 4
+  local args steps=$STEPS
+  case $w in
+    W1) args=("$ROOT/config/train_shakespeare_char_cpu.py"); steps=$((STEPS * 20)) ;;
+    W2) args=("$ROOT/config/train_shakespeare_char.py" --gradient_accumulation_steps=1) ;;
+    W3|W3p)
+      local T=64; [ "$w" = W3p ] && T=1024
+      args=("$ROOT/config/train_gpt2.py" --dataset=shakespeare_gpt2 --batch_size=4 --block_size=$T
+            --gradient_accumulation_steps=1) ;;
+  esac
+  local log file="$OUT/$w-$dtype-$(echo "$label" | tr -c 'a-z0-9_' '-').log"
+  log=$(cd "$WORK" && env "$@" "$bin" train "${args[@]}" --dtype="$dtype" --max_iters="$steps" \
+        --eval_interval=100000 --eval_iters=1 --log_interval=1 --always_save_checkpoint=False \
+        --profile=True --out_dir=out-dispatch 2>&1) || { echo "  $w $dtype $label: FAILED"; echo "$log" | tail -3; return 0; }
+  echo "$log" | grep -E '^(compute:|done)|^profile|^[a-z]+ +[0-9.]+ +[0-9.]+%' > "$file" || true
+  local ms mfu
+  ms=$(echo "$log" | sed -n 's/.*median \([0-9.]*\) ms per step.*/\1/p' | tail -1)
+  mfu=$(echo "$log" | sed -n 's/.*MFU is relative to the \(.*\) GFLOP\/s.*/\1 GFLOP\/s/p' | tail -1)
+  echo "  $w $dtype $label: median ${ms} ms/step (MFU against: ${mfu:-?})"
 }
-echo "== W2 (6x6x384, T 256, B 64), $STEPS steps"
-for t in $levels; do
-  runs_at "$t" || continue
-  w2 "this build, $t" "$ROOT/build/nanogpt" float32 NANOGPT_CPU_TARGET=$t
+for w in W1 W2 W3 W3p; do
+  echo "== $w, $STEPS steps (W1: $((STEPS * 20)))"
+  for dtype in float32 bfloat16; do
+    for t in $levels; do
+      runs_at "$t" || continue
+      case " $TRAIN_LEVELS " in *" $t "*) ;; *) [ "$w" = W1 ] || continue ;; esac
+      train $w "$t" "$ROOT/build/nanogpt" $dtype NANOGPT_CPU_TARGET=$t
+    done
+    [[ -n "$OLD" ]] && train $w "old build" "$OLD/nanogpt" $dtype
+  done
 done
-[[ -n "$OLD" ]] && w2 "old build" "$OLD/nanogpt" float32
-w2 "this build, uncapped" "$ROOT/build/nanogpt" bfloat16
-[[ -n "$OLD" ]] && w2 "old build" "$OLD/nanogpt" bfloat16
-true
+echo "(per-run compute: lines and profiles in $OUT)"
