@@ -77,6 +77,18 @@ TEST_F(TimeToTargetE2e, StopsAtTheTargetAndRecordsItAndAResumeKeepsIt) {
   ASSERT_NO_THROW(curves = read_run_curves(dir_ + "/run/metrics.jsonl"));
   EXPECT_FALSE(curves.evals.empty());
 
+  // Resumed with stop_at_target where it stopped: the kept evaluation is at the target, so it
+  // stops again at once, without evaluating again, and the record is the same.
+  RunResult again = run_nanogpt(
+      dir_, std::string("train ") + kTinyKeys +
+                " --max_iters=400 --stop_at_target=True --init_from=resume --out_dir=run");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("(0 steps in this run"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("full val loss"), std::string::npos) << again.output;
+  const auto again_records = read_jsonl(dir_ + "/run/metrics.jsonl");
+  EXPECT_EQ(again_records.size(), records.size());
+  EXPECT_EQ(again_records.back()["wall_s"], final["wall_s"]);
+
   // Resumed without stop_at_target, for 10 more iterations: the first reach stays the result.
   RunResult resumed = run_nanogpt(dir_, std::string("train ") + kTinyKeys + " --max_iters=" +
                                             std::to_string(stop_iter + 10) +
