@@ -19,7 +19,9 @@ constexpr const char* kTinyKeys =
 class TimeToTargetE2e : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = scratch_dir("time_to_target");
+    // One directory per test: ctest runs the tests of this suite side by side.
+    dir_ = scratch_dir(std::string("time_to_target_") +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
     RunResult p = run_nanogpt(
         dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
     ASSERT_EQ(p.exit_code, 0) << p.output;
