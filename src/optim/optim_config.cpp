@@ -21,8 +21,17 @@ void OptimConfig::validate() const {
   CHECK(momentum >= 0.0 && momentum < 1.0, "momentum = {}: expected 0 <= momentum < 1", momentum);
   CHECK(std::isfinite(grad_clip) && grad_clip >= 0.0,
         "grad_clip = {}: expected >= 0 (0 turns clipping off)", grad_clip);
-  CHECK(lr_schedule == "cosine" || lr_schedule == "linear" || lr_schedule == "constant",
-        "lr_schedule = '{}': expected 'cosine', 'linear' or 'constant'", lr_schedule);
+  CHECK(lr_schedule == "cosine" || lr_schedule == "linear" || lr_schedule == "constant" ||
+            lr_schedule == "wsd",
+        "lr_schedule = '{}': expected 'cosine', 'linear', 'constant' or 'wsd'", lr_schedule);
+  CHECK(std::isfinite(cooldown_fraction) && cooldown_fraction > 0.0 && cooldown_fraction <= 1.0,
+        "cooldown_fraction = {}: expected a fraction of lr_decay_iters with 0 < f <= 1 (e.g. 0.2 "
+        "for a cooldown over the last 20%)",
+        cooldown_fraction);
+  CHECK(cooldown == "linear" || cooldown == "1-sqrt",
+        "cooldown = '{}': expected 'linear' or '1-sqrt' (the shape of lr_schedule 'wsd''s "
+        "cooldown)",
+        cooldown);
   CHECK(warmup_iters >= 0, "warmup_iters = {}: expected >= 0", warmup_iters);
   if (decay_lr && lr_schedule != "constant") {
     CHECK(lr_decay_iters >= warmup_iters,

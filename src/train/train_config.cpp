@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/check.h"
 #include "core/cpu_info.h"
 #include "kernels/dtype.h"
@@ -17,6 +19,21 @@ void TrainConfig::validate() const {
   CHECK(eval_interval >= 1, "eval_interval = {}: expected >= 1", eval_interval);
   CHECK(log_interval >= 1, "log_interval = {}: expected >= 1", log_interval);
   CHECK(eval_iters >= 1, "eval_iters = {}: expected >= 1", eval_iters);
+  CHECK(std::isfinite(target_loss) && target_loss >= 0,
+        "target_loss = {}: expected a finite loss >= 0 (0 turns time to target off; e.g. "
+        "--target_loss=1.5)",
+        target_loss);
+  if (target_loss > 0) {
+    CHECK(target_eval_interval >= 1,
+          "target_eval_interval = {}: expected >= 1 iterations between full-validation "
+          "evaluations when target_loss > 0 (e.g. --target_eval_interval=100)",
+          target_eval_interval);
+  }
+  CHECK(!stop_at_target || target_loss > 0,
+        "stop_at_target = True with target_loss = {}: there is no target to stop at; set "
+        "--target_loss to the validation loss to reach (e.g. --target_loss=1.5) or drop "
+        "stop_at_target",
+        target_loss);
   CHECK(threads >= 0, "threads = {}: expected >= 0 (0 = all cores)", threads);
   CHECK(data_mode == "preload" || data_mode == "mmap",
         "data_mode = '{}': expected 'preload' or 'mmap'", data_mode);

@@ -18,6 +18,10 @@ struct TrainConfig {
   int64_t log_interval = 1;
   int64_t eval_iters = 200;
   bool eval_only = false;
+  // time to target (train/time_to_target.h)
+  double target_loss = 0;
+  int64_t target_eval_interval = 100;
+  bool stop_at_target = false;
   bool always_save_checkpoint = true;
   std::string init_from = "scratch";
   // data
@@ -59,6 +63,16 @@ struct TrainConfig {
     v("log_interval", log_interval, "print a log line every this many iterations");
     v("eval_iters", eval_iters, "batches per split in each evaluation");
     v("eval_only", eval_only, "evaluate once and exit");
+    v("target_loss", target_loss,
+      "time to target: > 0 evaluates the loss on the whole validation split (every token a "
+      "target once) every target_eval_interval iterations and at the end, and reports the wall "
+      "time (full evaluations counted, and stated separately), tokens and iteration at which it "
+      "first reached <= target_loss (log and metrics.jsonl); 0 = off");
+    v("target_eval_interval", target_eval_interval,
+      "with target_loss > 0: iterations between full-validation evaluations (>= 1)");
+    v("stop_at_target", stop_at_target,
+      "with target_loss > 0: end the run (saving the checkpoint, as at max_iters) right after "
+      "the full evaluation that reaches target_loss");
     v("always_save_checkpoint", always_save_checkpoint,
       "save at every eval (False: only when val loss improves)");
     v("init_from", init_from,

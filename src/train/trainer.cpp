@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "core/check.h"
@@ -35,9 +36,11 @@
 #include "optim/grad_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
+#include "train/full_eval.h"
 #include "train/metrics.h"
 #include "train/model_source.h"
 #include "train/optimizer_step.h"
+#include "train/time_to_target.h"
 #include "train/train_state.h"
 
 namespace nanogpt {
@@ -94,7 +97,8 @@ uint64_t dropout_seed_for(int64_t seed, int64_t iter, int64_t micro) {
 }
 
 // Keeps the records of metrics.jsonl that come before `iter` (used when resuming, so the file reads
-// as if the run had never stopped).
+// as if the run had never stopped), and the full-validation evaluation at `iter` itself (time to
+// target): it runs before the checkpoint at `iter` is saved, so it belongs to the state resumed.
 void rewind_metrics(const std::string& path, int64_t iter) {
   std::ifstream in(path);
   if (!in.good()) return;
@@ -104,7 +108,9 @@ void rewind_metrics(const std::string& path, int64_t iter) {
     if (line.empty()) continue;
     try {
       auto j = nlohmann::json::parse(line);
-      if (j.contains("iter") && j["iter"].get<int64_t>() < iter) kept.push_back(line);
+      if (!j.contains("iter")) continue;
+      const int64_t at = j["iter"].get<int64_t>();
+      if (at < iter || (at == iter && j.contains("full_val_loss"))) kept.push_back(line);
     } catch (const std::exception&) {
       // a torn last line from a crash: dropped
     }
@@ -143,6 +149,7 @@ class TrainingRun {
       std::sort(sorted.begin(), sorted.end());
       result_.median_step_ms = sorted[sorted.size() / 2];
     }
+    if (target_.enabled()) say(target_.summary_line());
     say(fmt::format(
         "done: iteration {} ({} steps in this run, {}, median {} per step), best val loss {}, "
         "checkpoint {}, peak memory {} tracked / {} RSS",
@@ -287,6 +294,22 @@ class TrainingRun {
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
     tokens_per_iter_ =
         config_.batch_size * config_.model.block_size * config_.gradient_accumulation_steps;
+    target_ = TimeToTarget(config_.target_loss, config_.target_eval_interval, tokens_per_iter_);
+    // A resumed run takes back the full evaluations of the records it kept (rewound above).
+    if (target_.enabled() && from == "resume") {
+      // [1] = 1: the evaluation at the resumed iteration is among them ([2]: at target), so it is
+      // not run again. Rank 0 read the file; every rank must agree (the evaluation is collective).
+      double resumed[2] = {0, 0};
+      if (dp_->is_main()) {
+        target_.restore_from_metrics(metrics_.path());
+        if (target_.last_evaluated_iter() == iter_num_) {
+          resumed[0] = 1;
+          resumed[1] = target_.last_loss() <= config_.target_loss ? 1 : 0;
+        }
+      }
+      comm_->broadcast(resumed, sizeof(resumed), 0);
+      if (resumed[0] > 0) resumed_full_eval_at_target_ = resumed[1] > 0;
+    }
 
     const ModelConfig& m = config_.model;
     say(fmt::format(
@@ -447,6 +470,33 @@ class TrainingRun {
     }
   }
 
+  // Time to target: the loss on the whole validation split (all ranks take part), its record in
+  // metrics.jsonl and the log. Returns whether it is at or below target_loss.
+  bool evaluate_full_validation() {
+    Timer t;
+    model_->set_profile(nullptr);  // the profile covers training steps only
+    const DataLoader& val = *eval_loaders_[1];
+    std::vector<TokenSpan> files;
+    for (int i = 0; i < val.num_files(); ++i) {
+      files.push_back({val.file(i).tokens(), val.file(i).size()});
+    }
+    const FullEvalResult full =
+        full_split_loss(*model_, ctx_, files, config_.model.block_size,
+                        static_cast<int>(config_.batch_size), *comm_);
+    if (config_.profile) model_->set_profile(&profile_);
+    const double eval_s = t.seconds();
+    const bool was_reached = target_.reached();
+    nlohmann::ordered_json rec =
+        target_.record(iter_num_, full.mean_loss, eval_s, elapsed_seconds());
+    say(fmt::format("step {}: full val loss {:.4f} over {} tokens ({:.0f} ms){}", iter_num_,
+                    full.mean_loss, full.target_tokens, eval_s * 1e3,
+                    target_.reached() && !was_reached
+                        ? fmt::format(": target {:g} reached", config_.target_loss)
+                        : std::string()));
+    if (dp_->is_main()) metrics_.write(rec);
+    return full.mean_loss <= config_.target_loss;
+  }
+
   // The --profile table, against peaks measured now (after training, so the bandwidth probe's
   // buffers do not count in the run's peak memory above).
   void print_profile() {
@@ -485,8 +535,17 @@ class TrainingRun {
     Timer since_start;
     int64_t first_iter = iter_num_;
     for (;;) {
+      // Time to target: the full evaluation comes first; reaching the target with stop_at_target
+      // makes this iteration the run's last (evaluated and saved as at max_iters).
+      bool stop_here = false;
+      if (!config_.eval_only && target_.due(iter_num_, config_.max_iters)) {
+        const bool at_target = iter_num_ == first_iter && resumed_full_eval_at_target_
+                                   ? *resumed_full_eval_at_target_
+                                   : evaluate_full_validation();
+        stop_here = at_target && config_.stop_at_target;
+      }
       const bool eval_now = iter_num_ % config_.eval_interval == 0 ||
-                            iter_num_ == config_.max_iters || config_.eval_only;
+                            iter_num_ == config_.max_iters || config_.eval_only || stop_here;
       // ZeRO-1: every rank sends its shard of the optimizer state for rank 0's checkpoint.
       if (zero_ && eval_now && iter_num_ > 0 && !config_.eval_only) {
         zero_->gather_state(&gathered_state_);
@@ -495,7 +554,7 @@ class TrainingRun {
       if (dp_->is_main() && eval_now) evaluate_and_maybe_save();
       gathered_state_.clear();
       gathered_params_ = Buffer<float>();
-      if (config_.eval_only || iter_num_ >= config_.max_iters) break;
+      if (config_.eval_only || iter_num_ >= config_.max_iters || stop_here) break;
 
       Timer step_timer;
       const double lr = learning_rate_at(config_.optim, iter_num_);
@@ -607,6 +666,11 @@ class TrainingRun {
     }
     result_.iter_num = iter_num_;
     result_.best_val_loss = best_val_loss_;
+    if (target_.enabled()) {
+      if (dp_->is_main()) metrics_.write(target_.final_record(iter_num_));
+      result_.target_reached = target_.reached();
+      result_.target_iter = target_.reached_iter();
+    }
   }
 
   TrainConfig config_;
@@ -637,6 +701,10 @@ class TrainingRun {
   ComputePeaks peaks_;  // the measured peaks of the run's arithmetic units
   double mfu_peak_flops_ = 0, fpt_ = 0;
   int64_t tokens_per_iter_ = 0;
+  TimeToTarget target_;  // off unless target_loss > 0
+  // Resumed at an iteration whose full evaluation metrics.jsonl already holds: whether it was at
+  // the target (that evaluation is not run again).
+  std::optional<bool> resumed_full_eval_at_target_;
   int64_t iter_num_ = 0;
   double best_val_loss_ = 1e9;
   std::vector<double> step_ms_;

@@ -25,6 +25,9 @@ struct TrainResult {
   int64_t peak_rss_bytes = 0;
   std::string checkpoint_dir;  // "" if none was written
   double comm_wait_seconds = 0;  // total time steps waited on other ranks
+  // Time to target (target_loss > 0): whether a full-validation loss reached it, and where.
+  bool target_reached = false;
+  int64_t target_iter = -1;
 };
 
 struct TrainOptions {
