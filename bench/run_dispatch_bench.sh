@@ -45,14 +45,14 @@ w4() {  # w4 <label> <bench_kernels> <filter> [env...]
 }
 for t in $levels; do
   runs_at "$t" || continue
-  w4 "float32, $t" build/bench_kernels 'BM_AttentionW4/1024/0$' NANOGPT_CPU_TARGET=$t
+  w4 "float32, $t" build/bench_kernels 'BM_AttentionW4/1024/0/' NANOGPT_CPU_TARGET=$t
   if [ "$t" = avx512_bf16 ] || [ "$t" = avx512_spr ]; then
-    w4 "bf16 native, $t" build/bench_kernels 'BM_AttentionW4Bf16/1024$' NANOGPT_CPU_TARGET=$t
+    w4 "bf16 native, $t" build/bench_kernels 'BM_AttentionW4Bf16/1024/' NANOGPT_CPU_TARGET=$t
   fi
 done
 if [[ -n "$OLD" ]]; then
-  w4 "float32, old build" "$OLD/bench_kernels" 'BM_AttentionW4/1024/0$'
-  w4 "bf16 native, old build" "$OLD/bench_kernels" 'BM_AttentionW4Bf16/1024$'
+  w4 "float32, old build" "$OLD/bench_kernels" 'BM_AttentionW4/1024/0/'
+  w4 "bf16 native, old build" "$OLD/bench_kernels" 'BM_AttentionW4Bf16/1024/'
 fi
 
 train() {  # train <workload> <label> <binary> <dtype> [env...]
