@@ -2,9 +2,14 @@
 // table, and the bandwidth probe.
 #include "core/cpu_info.h"
 
-#include <immintrin.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>  // the bf16 probe (x86 only)
+#endif
 #include <omp.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -32,8 +37,29 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
+namespace {
+// ARM64 (and any architecture without isa_required.h's bits): the CPU's levels above baseline.
+std::string cpu_levels_offered() {
+  std::vector<std::string> levels = CpuTarget("").offered();
+  std::erase(levels, std::string("baseline"));
+  return fmt::format("{}", fmt::join(levels, " "));
+}
+}  // namespace
+
 std::string cpu_simd_features() {
+#if defined(__x86_64__)
   return isa_names(nanogpt_cpu_isa() & (kIsaAvx2 | kIsaFma | kIsaAvx512f | kIsaAvx512bf16));
+#else
+  return cpu_levels_offered();
+#endif
+}
+
+std::string cpu_isa_offered() {
+#if defined(__x86_64__)
+  return isa_names(nanogpt_cpu_isa());
+#else
+  return cpu_levels_offered();
+#endif
 }
 
 bool have_bf16_dot_products() {

@@ -5,7 +5,9 @@
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 
-#include <immintrin.h>
+#if defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>  // x86 only: other architectures take the scalar forms
+#endif
 
 #include <algorithm>
 #include <cstring>
