@@ -10,6 +10,7 @@
 // on each row block while it is in L1; in the backward the recomputed gelu(pre) is written straight
 // into the packed panel of the dweight product and the derivative is the epilogue of the dinp
 // product, so neither (N, 4C) intermediate goes through memory and the MLP's GELU costs no region.
+#include "kernels/cpu/fixed_width_targets.h"  // first: attention_tiles-inl.h's static target
 #include "kernels/cpu/small_gemm.h"
 
 #include <omp.h>
@@ -86,7 +87,9 @@ void add_bias(float* o, int64_t ldo, int rows, const float* bias, int64_t w, int
 
 // The forward's packing: X = weight^T (C, OC), buf[i][j] = weight[w + j][k + i].
 auto pack_weight_transposed(const float* weight, int C) {
-  return [=](float* buf, int64_t k, int kc, int64_t w, int pw) {
+  // HWY_ATTR: the static target's attributes, which the inlined Transpose carries (on ARM64
+  // Highway's NEON adds +crypto to armv8-a; on x86 they are the build's own -march).
+  return [=](float* buf, int64_t k, int kc, int64_t w, int pw) HWY_ATTR {
     using attention_tiles::Word32;
     HWY_NAMESPACE::attention_v::Transpose(reinterpret_cast<Word32*>(buf), pw,
                                           reinterpret_cast<const Word32*>(weight + w * C + k), C,
