@@ -83,7 +83,8 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.c
   -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST >/dev/null
 cmake --build "$BUILD" -j "$JOBS" --target nanogpt test_kernels test_optim
 for f in nanogpt test_kernels test_optim; do
-  file -b "$BUILD/$f" | grep -q "ARM aarch64" || fail "$BUILD/$f is not an aarch64 executable: $(file -b "$BUILD/$f")"
+  aarch64-linux-gnu-readelf -h "$BUILD/$f" | grep -q 'Machine: *AArch64' ||
+    fail "$BUILD/$f is not an aarch64 executable"
 done
 phase_done build
 

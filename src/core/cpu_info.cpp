@@ -37,6 +37,7 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
+#if !defined(__x86_64__)
 namespace {
 // ARM64 (and any architecture without isa_required.h's bits): the CPU's levels above baseline.
 std::string cpu_levels_offered() {
@@ -45,6 +46,7 @@ std::string cpu_levels_offered() {
   return fmt::format("{}", fmt::join(levels, " "));
 }
 }  // namespace
+#endif
 
 std::string cpu_simd_features() {
 #if defined(__x86_64__)
