@@ -135,7 +135,7 @@ run_on_cpu() {
       fail "$name: $t under -cpu $cpu (log: $log)"
     fi
     # (Skipped: the AVX512_BF16 attention tests, x86 only.)
-    grep -E '^\[==========\] .* ran\.|^\[  (PASSED|SKIPPED) \]' "$log" | sed "s/^/test_arm64: $name: $t: /"
+    grep -E '^\[==========\] .* ran\.|^\[  (PASSED  |SKIPPED )\]' "$log" | sed "s/^/test_arm64: $name: $t: /"
     grep -q '^\[  PASSED  \]' "$log" || fail "$name: $t printed no PASSED line (log: $log)"
   done
   phase_done "$name: kernel and optimizer tests"
