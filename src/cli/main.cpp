@@ -48,10 +48,9 @@ void print_version() {
   std::string text = fmt::format("nanogpt {} (git {})\n", build.version, build.git_commit);
   text += fmt::format("build:         {}, {}, -march={}\n", build.build_type, build.compiler,
                       build.target);
-  text += fmt::format("compiled for:  {}\n",
-                      build.compiled_isa.empty() ? "baseline x86-64" : build.compiled_isa);
+  text += fmt::format("compiled for:  {}\n", build.compiled_isa);
   text += fmt::format("this CPU:      {}\n", cpu_model_name());
-  text += fmt::format("CPU offers:    {}\n", isa_names(nanogpt_cpu_isa()));
+  text += fmt::format("CPU offers:    {}\n", cpu_isa_offered());
   text += fmt::format("CPU target:    {}\n", CpuTarget::from_environment().describe());
   text += fmt::format("oneDNN:        {}, kernels for {}\n", backend.onednn_version,
                       backend.onednn_isa);

@@ -26,6 +26,17 @@ BuildInfo build_info() {
 #endif
   info.target = NANOGPT_TARGET_ARCH;
   info.compiled_isa = isa_names(nanogpt_compiled_isa);
+#if defined(__aarch64__)
+  // ARM64: NEON is part of armv8-a; the extensions beyond it the compiler may emit.
+  info.compiled_isa = "neon";
+#if defined(__ARM_FEATURE_SVE)
+  info.compiled_isa += " sve";
+#endif
+#if defined(__ARM_FEATURE_SVE2)
+  info.compiled_isa += " sve2";
+#endif
+#endif
+  if (info.compiled_isa.empty()) info.compiled_isa = "baseline x86-64";
   return info;
 }
 

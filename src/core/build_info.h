@@ -12,7 +12,8 @@ struct BuildInfo {
   std::string build_type;    // Release, Debug, ...
   std::string compiler;      // e.g. "GCC 12.2.0"
   std::string target;        // -march the build used: "native" or "x86-64-v3"
-  std::string compiled_isa;  // instruction sets the compiler may emit, e.g. "avx2 fma avx512f ..."
+  std::string compiled_isa;  // instruction sets the compiler may emit, e.g. "avx2 fma avx512f ...",
+                             // "baseline x86-64"; ARM64: "neon" (+ "sve", "sve2")
 };
 
 BuildInfo build_info();

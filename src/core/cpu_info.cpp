@@ -5,6 +5,9 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -31,8 +34,31 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
+#if !defined(__x86_64__)
+namespace {
+// ARM64 (and any architecture without isa_required.h's bits): the CPU's levels above baseline.
+std::string cpu_levels_offered() {
+  std::vector<std::string> levels = CpuTarget("").offered();
+  std::erase(levels, std::string("baseline"));
+  return fmt::format("{}", fmt::join(levels, " "));
+}
+}  // namespace
+#endif
+
 std::string cpu_simd_features() {
+#if defined(__x86_64__)
   return isa_names(nanogpt_cpu_isa() & (kIsaAvx2 | kIsaFma | kIsaAvx512f | kIsaAvx512bf16));
+#else
+  return cpu_levels_offered();
+#endif
+}
+
+std::string cpu_isa_offered() {
+#if defined(__x86_64__)
+  return isa_names(nanogpt_cpu_isa());
+#else
+  return cpu_levels_offered();
+#endif
 }
 
 bool have_bf16_dot_products() {
@@ -61,10 +87,20 @@ double fma_kernel(int64_t iters, float seed) { return fma_probe_flops(iters, see
 double bf16_dot_kernel(int64_t iters, float seed) { return bf16_dot_probe_flops(iters, seed); }
 
 // The best FLOP/s of five runs of `kernel(iters, seed)` on `threads` threads at once (the machine
-// is shared and noisy).
+// is shared and noisy). A run is 10M steps (~15 ms per thread at full speed); where a short first
+// run shows the CPU over 10x slower than that (an emulator such as qemu: scripts/test_arm64.sh),
+// fewer, so that the probe takes about 0.1 s instead of minutes: the steps are timed all the same.
 template <class Kernel>
 double best_of_five(int threads, Kernel kernel) {
-  const int64_t iters = 10'000'000;  // ~15 ms per thread at full speed
+  constexpr int64_t kFullIters = 10'000'000, kTrialIters = 100'000;
+  constexpr double kRunSeconds = 0.015;
+  Timer trial;
+  kernel(kTrialIters, 0.0f);
+  const double step_s = trial.seconds() / static_cast<double>(kTrialIters);
+  int64_t iters = kFullIters;
+  if (step_s * kFullIters > 10 * kRunSeconds) {
+    iters = std::max(kTrialIters, static_cast<int64_t>(kRunSeconds / step_s));
+  }
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     double total = 0;

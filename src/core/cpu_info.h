@@ -15,8 +15,11 @@ struct PeakFlops {
 
 std::string cpu_model_name();
 // The SIMD that matters for the FMA peak, e.g. "avx2 fma avx512f avx512_bf16" (the peak cache key;
-// isa_required.h has the full list).
+// isa_required.h has the full list); on ARM64 the levels Highway finds, e.g. "neon sve sve2".
 std::string cpu_simd_features();
+// Every instruction-set extension this CPU offers that the build knows (--version's "CPU offers"):
+// x86 isa_required.h's list, ARM64 the levels Highway finds.
+std::string cpu_isa_offered();
 
 // True when this CPU has AVX512_BF16 (vdpbf16ps) and the dispatch runs the target that uses it
 // (AVX3_DL, not capped below avx512_bf16).

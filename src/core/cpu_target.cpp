@@ -150,6 +150,14 @@ std::vector<std::string> CpuTarget::runnable() const {
   return names;
 }
 
+std::vector<std::string> CpuTarget::offered() const {
+  std::vector<std::string> names;
+  for (const CpuLevel& l : all_levels()) {
+    if (cpu_runs(l)) names.push_back(l.name);
+  }
+  return names;
+}
+
 std::string CpuTarget::describe() const {
   std::string s = fmt::format("{} [Highway {}] (compiled: {}", chosen(), hwy_target_name(),
                               fmt::join(compiled(), " "));

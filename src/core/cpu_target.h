@@ -42,9 +42,12 @@ class CpuTarget {
   bool has_bf16_dot() const { return chosen_.bf16_dot; }
   bool has_amx() const { return chosen_.amx; }
   const std::string& cap() const { return cap_; }
-  // Levels this binary has code for, and those of them this CPU can run (lowest first).
+  // Levels this binary has code for, those of them this CPU can run, and every level this CPU
+  // offers, compiled in or not (lowest first; read by Highway: cpuid on x86, Linux's
+  // getauxval(AT_HWCAP/AT_HWCAP2) on ARM64).
   std::vector<std::string> compiled() const;
   std::vector<std::string> runnable() const;
+  std::vector<std::string> offered() const;
   // "avx2 [Highway AVX2] (compiled: baseline sse4 avx2 avx512 avx512_bf16 avx512_spr; capped by
   // NANOGPT_CPU_TARGET=avx2)": the log's and --version's words.
   std::string describe() const;

@@ -25,18 +25,24 @@ const char* DispatchedTargetName() { return hwy::TargetName(HWY_TARGET); }
 
 // 12 independent chains of acc = acc * a + b, `iters` times: enough chains to keep two FMA pipes
 // busy through their latency. Returns the FLOPs done (2 per lane per step; a target without FMA
-// does it as a multiply and an add, the same 2 FLOPs).
+// does it as a multiply and an add, the same 2 FLOPs). The chains are 12 named variables, not an
+// array: SVE's vectors (ScalableTag on ARM64) are sizeless types, which arrays cannot hold.
 double FmaProbe(int64_t iters, float seed) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
-  V acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = hn::Set(d, seed + static_cast<float>(i));
+  auto init = [&](int i) { return hn::Set(d, seed + static_cast<float>(i)); };
+  V c0 = init(0), c1 = init(1), c2 = init(2), c3 = init(3), c4 = init(4), c5 = init(5);
+  V c6 = init(6), c7 = init(7), c8 = init(8), c9 = init(9), c10 = init(10), c11 = init(11);
   const V a = hn::Set(d, 0.999999f), b = hn::Set(d, 1e-7f);
   for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < 12; ++i) acc[i] = hn::MulAdd(acc[i], a, b);
+    c0 = hn::MulAdd(c0, a, b), c1 = hn::MulAdd(c1, a, b), c2 = hn::MulAdd(c2, a, b);
+    c3 = hn::MulAdd(c3, a, b), c4 = hn::MulAdd(c4, a, b), c5 = hn::MulAdd(c5, a, b);
+    c6 = hn::MulAdd(c6, a, b), c7 = hn::MulAdd(c7, a, b), c8 = hn::MulAdd(c8, a, b);
+    c9 = hn::MulAdd(c9, a, b), c10 = hn::MulAdd(c10, a, b), c11 = hn::MulAdd(c11, a, b);
   }
-  V sum = acc[0];
-  for (int i = 1; i < 12; ++i) sum = hn::Add(sum, acc[i]);
+  const V sum = hn::Add(hn::Add(hn::Add(hn::Add(c0, c1), hn::Add(c2, c3)),
+                                hn::Add(hn::Add(c4, c5), hn::Add(c6, c7))),
+                        hn::Add(hn::Add(c8, c9), hn::Add(c10, c11)));
   volatile float sink = hn::GetLane(sum);  // keeps the loop
   (void)sink;
   return static_cast<double>(iters) * 12 * static_cast<double>(hn::Lanes(d)) * 2;

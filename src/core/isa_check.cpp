@@ -1,7 +1,12 @@
-// nanogpt_cpu_isa() and nanogpt_isa_names(): compiled for baseline x86-64 (CMakeLists.txt sets the
-// flags of this file), in plain C style with no library templates, because the startup ISA check
-// (src/cli/isa_guard.cpp) calls them before any code compiled for the build's -march may run.
+// nanogpt_cpu_isa() and nanogpt_isa_names(): compiled for the architecture's baseline
+// (CMakeLists.txt sets the flags of this file), in plain C style with no library templates, because
+// the startup ISA check (src/cli/isa_guard.cpp) calls them before any code compiled for the build's
+// -march may run. The bits are x86 extensions: on other architectures (ARM64) the CPU has none of
+// them and the build is compiled for none (isa_required.h), so the check passes; ARM64's levels are
+// read by Highway (core/cpu_target.cpp).
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
 
 #include <cstring>
 
@@ -42,6 +47,9 @@ constexpr IsaName kIsaNames[] = {
 }  // namespace nanogpt
 
 extern "C" unsigned nanogpt_cpu_isa() {
+#if !(defined(__x86_64__) || defined(__i386__))
+  return 0;
+#else
   using namespace nanogpt;
   __builtin_cpu_init();
   unsigned m = 0;
@@ -78,6 +86,7 @@ extern "C" unsigned nanogpt_cpu_isa() {
   if (__builtin_cpu_supports("avxvnni")) m |= kIsaAvxvnni;
 #endif
   return m;
+#endif  // x86
 }
 
 extern "C" void nanogpt_isa_names(unsigned mask, char* buf, size_t n) {

@@ -3,6 +3,9 @@
 // this machine can run (ForEachTarget), so the lower targets are tested on a higher CPU.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
+#if defined(__aarch64__)
+#include <sys/prctl.h>  // PR_SVE_GET_VL
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -67,12 +70,24 @@ TEST(CpuTarget, EachCapRunsThatLevelOrTheBestBelowIt) {
   }
 }
 
+// Floats in one of this CPU's SVE vectors (0 without SVE): the width of Highway's SVE and SVE2
+// targets, known only at run time (Linux's vector length of this thread, in bytes).
+double sve_float_lanes() {
+#if defined(__aarch64__) && defined(PR_SVE_GET_VL)
+  const int vl = prctl(PR_SVE_GET_VL);
+  return vl < 0 ? 0 : (vl & PR_SVE_VL_LEN_MASK) / 4;
+#else
+  return 0;
+#endif
+}
+
 TEST(DispatchedProbes, FmaProbeRunsAtEachTargetsWidth) {
   for_each_target([](const std::string& target) {
-    const double lanes = target.rfind("AVX3", 0) == 0 ? 16
-                         : target == "AVX2"           ? 8
-                         : target == "SCALAR"         ? 1
-                                                      : 4;  // SSE4, SSSE3, EMU128, NEON
+    const double lanes = target.rfind("AVX3", 0) == 0          ? 16
+                         : target == "AVX2" || target == "SVE_256" ? 8
+                         : target == "SVE" || target == "SVE2"  ? sve_float_lanes()
+                         : target == "SCALAR"                   ? 1
+                                                                : 4;  // SSE4, EMU128, NEON, SVE2_128
     EXPECT_EQ(fma_probe_flops(1000, 1.0f), 1000 * 12 * 2 * lanes) << target;
   });
 }

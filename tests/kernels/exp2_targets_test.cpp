@@ -1,7 +1,9 @@
 // The attention softmax's 2^x (attention_tiles-inl.h's Exp2) on every CPU target this machine runs,
 // against std::exp2 in double: within 1 ulp over the normal range [-126, 127] (the attention tests'
 // error models count a 2-ulp exp), exact at integers, tiny and not negative below the range.
-// This file is compiled once per target (Highway's foreach_target.h), like the kernels.
+// This file is compiled once per target (Highway's foreach_target.h), like the kernels, and for the
+// same targets as attention.cpp (fixed_width_targets.h).
+#include "kernels/cpu/fixed_width_targets.h"
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/exp2_targets_test.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

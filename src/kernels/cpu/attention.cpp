@@ -10,7 +10,9 @@
 //            (T, HS) partial; with G > 1 the partials are summed into dqkv afterwards, so no two
 //            threads ever write the same gradient. Extra memory: linear in T.
 // Compiled for every CPU target (Highway's foreach_target.h) and dispatched at run time; the
-// vector parts are attention_tiles-inl.h and tile_gemm-inl.h.
+// vector parts are attention_tiles-inl.h and tile_gemm-inl.h (fixed-width vectors: on ARM64 NEON
+// serves SVE CPUs too, fixed_width_targets.h).
+#include "kernels/cpu/fixed_width_targets.h"
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

@@ -16,6 +16,7 @@
 // Compiled per CPU target (foreach_target.h); the kernel exists in the AVX3_DL copy only, with
 // AVX512_BF16 enabled for it alone (a pragma), and runs where the CPU has AVX512_BF16 and the
 // NANOGPT_CPU_TARGET cap allows it (attention_bf16_native); the other targets widen to float32.
+#include "kernels/cpu/fixed_width_targets.h"  // first: attention_tiles-inl.h's score rows
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention_bf16.cpp"
 #include "kernels/cpu/attention_bf16.h"

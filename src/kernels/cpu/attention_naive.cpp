@@ -5,6 +5,7 @@
 // dV = (P M)^T dO, dK = dS^T Q, dQ = dS K (all full-size products). Memory O(B NH T^2); the flash
 // kernel (attention.cpp) is the default. Parallel over (b, h); per-thread (T, T) scratch. Compiled
 // for every CPU target (foreach_target.h; the products on tile_gemm-inl.h) and dispatched.
+#include "kernels/cpu/fixed_width_targets.h"  // first: tile_gemm-inl.h's register tiles
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention_naive.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

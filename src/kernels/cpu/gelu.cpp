@@ -1,7 +1,9 @@
 // Fast GELU (tanh approximation and exact erf form), forward and accumulating (or overwriting)
 // backward, in parallel blocks of the element code of gelu_math.h. Compiled for every CPU target
 // (Highway's foreach_target.h; the element loops are vectorized by the compiler for each) and
-// dispatched at run time.
+// dispatched at run time; on ARM64 for NEON only, the fused MLP's copy of the element code
+// giving the same floats (fixed_width_targets.h).
+#include "kernels/cpu/fixed_width_targets.h"
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/gelu.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

@@ -6,6 +6,7 @@
 // (in L1), run the same element code on it and narrow the result. Either way the same floats as
 // the float32 kernel on widened inputs, one pass over memory. Compiled for every CPU target
 // (foreach_target.h) and dispatched at run time.
+#include "kernels/cpu/fixed_width_targets.h"  // first: its bf16 tables must give gelu.cpp's bits
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/lowp_elementwise.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

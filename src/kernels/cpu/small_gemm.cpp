@@ -11,7 +11,9 @@
 // into the packed panel of the dweight product and the derivative is the epilogue of the dinp
 // product, so neither (N, 4C) intermediate goes through memory and the MLP's GELU costs no region.
 // Compiled for every CPU target (Highway's foreach_target.h) and dispatched at run time; the
-// register tile is the target's (tile_gemm-inl.h).
+// register tile is the target's (tile_gemm-inl.h; on ARM64 NEON's, also on SVE CPUs:
+// fixed_width_targets.h).
+#include "kernels/cpu/fixed_width_targets.h"  // first, before any Highway header
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/small_gemm.cpp"
 #include "kernels/cpu/small_gemm.h"

