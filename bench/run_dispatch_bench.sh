@@ -40,7 +40,7 @@ w4() {  # w4 <label> <bench_kernels> <filter> [env...]
   local label=$1 bin=$2 filter=$3; shift 3
   local line
   line=$(env "$@" "$bin" --benchmark_filter="$filter" --benchmark_min_time=2 2>/dev/null |
-         grep '^BM_' | awk '{print $2, $3, $NF}')
+         grep '^BM_' | awk '{print $2, $3, $(NF-1), $NF}')
   echo "  $label: $line"
 }
 for t in $levels; do
@@ -76,7 +76,7 @@ train() {  # train <workload> <label> <binary> <dtype> [env...]
   mfu=$(echo "$log" | sed -n 's/.*MFU is relative to the \(.*\) GFLOP\/s.*/\1 GFLOP\/s/p' | tail -1)
   echo "  $w $dtype $label: median ${ms} ms/step (MFU against: ${mfu:-?})"
 }
-for w in W1 W2 W3 W3p; do
+for w in ${WORKLOADS:-W1 W2 W3 W3p}; do
   echo "== $w, $STEPS steps (W1: $((STEPS * 20)))"
   for dtype in float32 bfloat16; do
     for t in $levels; do

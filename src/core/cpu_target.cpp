@@ -33,11 +33,16 @@ Leaf7 read_leaf7() {
 
 }  // namespace
 
+// cpuid is read once per process (the features do not change): in a virtual machine each cpuid
+// traps to the hypervisor, and the kernels ask per call (have_bf16_dot_products).
 bool cpu_has_avx512_bf16() {
 #if HWY_ARCH_X86
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
-  return (eax & (1u << 5)) != 0 && (read_leaf7().ebx & (1u << 16)) != 0;  // BF16, AVX512F
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (eax & (1u << 5)) != 0 && (read_leaf7().ebx & (1u << 16)) != 0;  // BF16, AVX512F
+  }();
+  return has;
 #else
   return false;
 #endif
@@ -45,10 +50,13 @@ bool cpu_has_avx512_bf16() {
 
 bool cpu_has_amx_bf16() {
 #if HWY_ARCH_X86
-  const Leaf7 l = read_leaf7();
-  const bool amx_bf16 = (l.edx & (1u << 22)) != 0, amx_tile = (l.edx & (1u << 24)) != 0;
-  const bool avx512_fp16 = (l.edx & (1u << 23)) != 0;
-  return amx_bf16 && amx_tile && avx512_fp16;
+  static const bool has = [] {
+    const Leaf7 l = read_leaf7();
+    const bool amx_bf16 = (l.edx & (1u << 22)) != 0, amx_tile = (l.edx & (1u << 24)) != 0;
+    const bool avx512_fp16 = (l.edx & (1u << 23)) != 0;
+    return amx_bf16 && amx_tile && avx512_fp16;
+  }();
+  return has;
 #else
   return false;
 #endif
