@@ -1,13 +1,18 @@
 // Helpers shared by the optimizer tests: the tiny model's parameter table and loading the PyTorch
-// fixture (tests/fixtures/optim/optim_fixture.json, made by make_optim_fixture.py) into arenas.
+// fixture (tests/fixtures/optim/optim_fixture.json, made by make_optim_fixture.py) into arenas;
+// and the check that an optimizer config is refused with a message naming what is wrong.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "model/params.h"
+#include "optim/optim_config.h"
 
 namespace nanogpt::testing {
 
@@ -49,6 +54,16 @@ inline nlohmann::json tensor_field(const nlohmann::json& fixture, const std::str
     out[t.at("name").get<std::string>()] = step < 0 ? t.at(field) : t.at(field).at(step);
   }
   return out;
+}
+
+// c.validate() throws an Error whose message contains needle.
+inline void expect_invalid(const OptimConfig& c, const std::string& needle) {
+  try {
+    c.validate();
+    FAIL() << "expected an error mentioning " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace nanogpt::testing

@@ -86,14 +86,7 @@ TEST(LrSchedule, LinearAndConstant) {
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 100000), 1.0);
 }
 
-void expect_invalid(const OptimConfig& c, const std::string& needle) {
-  try {
-    c.validate();
-    FAIL() << "expected an error mentioning " << needle;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using testing::expect_invalid;
 
 TEST(OptimConfig, ValidateNamesTheKey) {
   OptimConfig ok;

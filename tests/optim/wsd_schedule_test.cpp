@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "optim/lr_schedule.h"
+#include "optim_fixture.h"
 
 namespace nanogpt {
 namespace {
@@ -77,14 +78,7 @@ TEST(WsdSchedule, CooldownNeverStartsInsideWarmup) {
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 110), 0.2);
 }
 
-void expect_invalid(const OptimConfig& c, const std::string& needle) {
-  try {
-    c.validate();
-    FAIL() << "expected an error mentioning " << needle;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using testing::expect_invalid;
 
 TEST(WsdSchedule, KeysAreValidated) {
   OptimConfig ok = wsd_config("1-sqrt");
