@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "core/avx512bf16_region.h"
 #include "core/cpu_target.h"
 
 #if HWY_ARCH_X86
@@ -49,8 +50,7 @@ double FmaProbe(int64_t iters, float seed) {
 }
 
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
-#pragma GCC push_options
-#pragma GCC target("avx512bf16")
+NANOGPT_AVX512BF16_BEGIN
 // 12 independent vdpbf16ps chains, each instruction 32 bf16 products added into 16 floats (64
 // FLOPs). Returns the FLOPs done.
 double Bf16DotProbe(int64_t iters, float seed) {
@@ -67,7 +67,7 @@ double Bf16DotProbe(int64_t iters, float seed) {
   (void)sink;
   return static_cast<double>(iters) * 12 * 32 * 2;
 }
-#pragma GCC pop_options
+NANOGPT_AVX512BF16_END
 #else
 double Bf16DotProbe(int64_t, float) { return 0; }  // no bf16 dot products at this target
 #endif

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 
+#include "core/avx512bf16_region.h"
 #include "core/check.h"
 #include "core/cpu_info.h"
 #include "kernels/cpu/attention_dims.h"
@@ -49,8 +50,7 @@ namespace nanogpt::cpu::HWY_NAMESPACE {
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
 #define NANOGPT_ATTENTION_BF16_NATIVE 1
 // AVX512_BF16 on top of this target's features, for the kernel's functions only.
-#pragma GCC push_options
-#pragma GCC target("avx512bf16")
+NANOGPT_AVX512BF16_BEGIN
 
 namespace bf16_native {
 
@@ -416,7 +416,7 @@ void AttentionBackwardBf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_
   }
 }
 
-#pragma GCC pop_options
+NANOGPT_AVX512BF16_END
 
 #else  // a target without the native kernel: attention_bf16_native() is false, nothing calls these
 
