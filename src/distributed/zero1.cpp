@@ -32,11 +32,8 @@ std::vector<int64_t> zero1_shard_counts(int64_t numel, int world_size) {
 }
 
 Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,
-             MemoryTracker* tracker, bool shard_masters)
+             MemoryTracker* tracker, bool shard_masters, OptimizerRuntime runtime)
     : comm_(comm), numel_(table.total_numel()) {
-  CHECK(config.optimizer != "muon",
-        "optimizer = 'muon' with zero_stage = 1 is not supported: ZeRO-1's shards split "
-        "matrices and Muon orthogonalizes whole ones; use --zero_stage=0 or --optimizer=adamw");
   counts_ = zero1_shard_counts(numel_, comm.size());
   int64_t at = 0;
   for (int r = 0; r < comm.size(); ++r) {
@@ -47,7 +44,18 @@ Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& ta
     fp32_counts_.push_back(table.fp32_read_count(at, at + counts_[r]));
     at += counts_[r];
   }
-  optimizer_ = make_optimizer(config, table.slice(begin_, end_), tracker);
+  // The optimizer steps this rank's shard; Muon also shares its orthogonalizations (optim/muon.h).
+  runtime.shard = {begin_, end_, counts_};
+  runtime.sharing.rank = comm.rank();
+  runtime.sharing.world = comm.size();
+  Communicator* c = &comm;
+  runtime.sharing.broadcast = [c](float* data, int64_t n, int root) {
+    c->broadcast(data, n * static_cast<int64_t>(sizeof(float)), root);
+  };
+  runtime.sharing.all_gather = [c](float* data, const std::vector<int64_t>& counts) {
+    c->all_gather(data, counts);
+  };
+  optimizer_ = make_optimizer(config, table, tracker, runtime);
   shard_grads_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);
   if (shard_masters) master_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);
 }

@@ -1,6 +1,6 @@
-// Zero1: ZeRO stage 1 for data-parallel AdamW/SGD (it refuses optimizer 'muon', whose
-// orthogonalizations need whole matrices). The parameter arena is cut into one contiguous shard
-// per rank; each rank keeps the optimizer state of its shard only (1/N of it). A step:
+// Zero1: ZeRO stage 1 for data-parallel AdamW/SGD/Muon (Muon's orthogonalizations need whole
+// matrices, which a shard may cut: see optim/muon.h for how it shares them). The parameter arena
+// is cut into one contiguous shard per rank; each rank keeps the optimizer state of its shard only (1/N of it). A step:
 // reduce-scatter the gradients (each rank gets the sum of its shard), global gradient norm from the
 // shards' sums of squares (clipping as clip_grad_norm; a float16 inf/nan anywhere makes it
 // non-finite on every rank alike), update the own shard, all-gather the weights.
@@ -42,8 +42,10 @@ class Zero1 {
  public:
   // shard_masters: mixed precision, the model built with MasterWeights::kOutside; this rank then
   // holds the float32 master weights of its shard (charged to tracker).
+  // runtime: what the optimizer takes from the run (Muon: kernels, matmul dtype); Zero1 fills in
+  // the shard and the rank sharing.
   Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,
-        MemoryTracker* tracker, bool shard_masters = false);
+        MemoryTracker* tracker, bool shard_masters = false, OptimizerRuntime runtime = {});
 
   // The optimizer over this rank's shard (its name and step count are the run's).
   Optimizer& optimizer() { return *optimizer_; }

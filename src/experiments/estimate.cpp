@@ -131,9 +131,11 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
     e.memory.push_back({fmt::format("optimizer state ({}: {} x params)", e.optimizer, states),
                         states * param_bytes});
   }
-  if (config.optim.optimizer == "muon") {  // (ZeRO-1 refuses Muon)
-    e.memory.push_back({"Muon workspaces (Newton-Schulz of the largest matrix)",
-                        muon_workspace_bytes(table, dtype)});
+  if (config.optim.optimizer == "muon") {
+    e.memory.push_back({config.zero_stage == 1
+                            ? "Muon workspaces (Newton-Schulz, whole-arena directions)"
+                            : "Muon workspaces (Newton-Schulz of the largest matrix)",
+                        muon_workspace_bytes(table, dtype, config.zero_stage == 1)});
   }
   if (dtype != DType::kF32) {  // GPT::set_dtype's 16-bit copy of the weights
     e.memory.push_back({fmt::format("weights copy ({})", dtype_name(dtype)),

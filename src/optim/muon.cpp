@@ -34,12 +34,37 @@ int64_t aligned_bytes(int64_t n, int64_t element_bytes) {
   return n == 0 ? 0 : (n * element_bytes + 63) / 64 * 64;  // Buffer's allocation
 }
 
+// buf (n) = mu * buf + g; d (n) = g + mu * buf (Nesterov) or buf. Both step paths call this, so
+// the sharded step computes the same floats.
+void momentum_pass(float* buf, float* d, const float* g, int64_t n, float mu, bool nesterov) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t j = 0; j < n; ++j) {
+    const float b = mu * buf[j] + g[j];
+    buf[j] = b;
+    d[j] = nesterov ? g[j] + mu * b : b;
+  }
+}
+
+// p (n) = p * keep - step * o.
+void update_pass(float* p, const float* o, int64_t n, float keep, float step) {
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+  for (int64_t j = 0; j < n; ++j) p[j] = p[j] * keep - step * o[j];
+}
+
+// lr * sqrt(max(1, rows / cols)): the published shape factor.
+float scaled_step(double lr_muon, const ParamSpec& s) {
+  const double ratio = static_cast<double>(s.shape[0]) / static_cast<double>(s.shape[1]);
+  return static_cast<float>(lr_muon * std::sqrt(std::max(1.0, ratio)));
+}
+
 }  // namespace
 
-int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype) {
+int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool zero1) {
   const auto [numel, small] = largest_matrix(table);
-  // direction_, ortho_; NewtonSchulz's x_, bx_ and a_, aa_, b_ (+ bfloat16 copies of x, a, b).
-  int64_t bytes = 4 * aligned_bytes(numel, 4) + 3 * aligned_bytes(small * small, 4);
+  // direction_ (the whole arena with ZeRO-1), ortho_; NewtonSchulz's x_, bx_ and a_, aa_, b_ (+
+  // bfloat16 copies of x, a, b).
+  int64_t bytes = aligned_bytes(zero1 ? table.total_numel() : numel, 4) +
+                  3 * aligned_bytes(numel, 4) + 3 * aligned_bytes(small * small, 4);
   if (matmul_dtype == DType::kBF16) {
     bytes += aligned_bytes(numel, 2) + 2 * aligned_bytes(small * small, 2);
   }
@@ -51,8 +76,9 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
     : table_(table),
       config_(config),
       sharing_(runtime.sharing),
-      adamw_(table, config.beta1, config.beta2, config.weight_decay, 1e-8, tracker,
-             /*skip_hidden_matrices=*/true) {
+      shard_(runtime.shard),
+      adamw_(shard_.enabled() ? table.slice(shard_.begin, shard_.end) : table, config.beta1,
+             config.beta2, config.weight_decay, 1e-8, tracker, /*skip_hidden_matrices=*/true) {
   CHECK(sharing_.world >= 1 && sharing_.rank >= 0 && sharing_.rank < sharing_.world,
         "Muon: rank {} of {} ranks is not a valid rank", sharing_.rank, sharing_.world);
   CHECK(sharing_.world == 1 || sharing_.broadcast,
@@ -68,7 +94,13 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
   }
   newton_schulz_ =
       std::make_unique<NewtonSchulz>(*ctx, runtime.matmul_dtype, max_numel, max_small, tracker);
-  direction_ = Buffer<float>(static_cast<size_t>(max_numel), tracker);
+  if (shard_.enabled()) {
+    CHECK(sharing_.all_gather && static_cast<int>(shard_.counts.size()) == sharing_.world,
+          "Muon: a ZeRO-1 shard needs an all-gather and {} shard sizes, got {}", sharing_.world,
+          shard_.counts.size());
+  }
+  direction_ = Buffer<float>(
+      static_cast<size_t>(shard_.enabled() ? table_.total_numel() : max_numel), tracker);
   ortho_ = Buffer<float>(static_cast<size_t>(max_numel), tracker);
 }
 
@@ -87,36 +119,63 @@ void Muon::step(float* params, const float* grads, double lr) {
   const float mu = static_cast<float>(momentum_at(steps_));
   ++steps_;
   const double lr_muon = config_.muon_learning_rate * lr / config_.learning_rate;
+  if (shard_.enabled()) {
+    step_sharded(params, grads, mu, lr_muon);
+  } else {
+    step_whole(params, grads, mu, lr_muon);
+  }
+}
+
+void Muon::step_whole(float* params, const float* grads, float mu, double lr_muon) {
   const float keep = static_cast<float>(1.0 - lr_muon * config_.muon_weight_decay);
-  const bool nesterov = config_.muon_nesterov;
   const int ns_steps = static_cast<int>(config_.muon_ns_steps);
   float* buf_all = adamw_.state_tensors()[0].data;  // "m": the hidden matrices' slots are ours
   float* d = direction_.data();
   float* o = ortho_.data();
   for (size_t i = 0; i < matrices_.size(); ++i) {
-    const ParamSpec& s = *matrices_[i];
-    const int64_t n = s.numel, rows = s.shape[0], cols = s.shape[1];
-    const float* g = grads + s.offset;  // (rows, cols)
-    float* buf = buf_all + s.offset;    // (rows, cols)
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-    for (int64_t j = 0; j < n; ++j) {
-      const float b = mu * buf[j] + g[j];
-      buf[j] = b;
-      d[j] = nesterov ? g[j] + mu * b : b;
-    }
-    if (static_cast<int>(i % static_cast<size_t>(sharing_.world)) != sharing_.rank) continue;
-    newton_schulz_->orthogonalize(o, d, rows, cols, ns_steps);
-    const float step = static_cast<float>(
-        lr_muon * std::sqrt(std::max(1.0, static_cast<double>(rows) / static_cast<double>(cols))));
-    float* p = params + s.offset;  // (rows, cols)
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-    for (int64_t j = 0; j < n; ++j) p[j] = p[j] * keep - step * o[j];
+    const ParamSpec& s = *matrices_[i];  // (rows, cols) at s.offset in every arena
+    momentum_pass(buf_all + s.offset, d, grads + s.offset, s.numel, mu, config_.muon_nesterov);
+    if (owner(i) != sharing_.rank) continue;
+    newton_schulz_->orthogonalize(o, d, s.shape[0], s.shape[1], ns_steps);
+    update_pass(params + s.offset, o, s.numel, keep, scaled_step(lr_muon, s));
   }
   if (sharing_.world > 1) {
     for (size_t i = 0; i < matrices_.size(); ++i) {
-      sharing_.broadcast(params + matrices_[i]->offset, matrices_[i]->numel,
-                         static_cast<int>(i % static_cast<size_t>(sharing_.world)));
+      sharing_.broadcast(params + matrices_[i]->offset, matrices_[i]->numel, owner(i));
     }
+  }
+}
+
+void Muon::step_sharded(float* params, const float* grads, float mu, double lr_muon) {
+  const float keep = static_cast<float>(1.0 - lr_muon * config_.muon_weight_decay);
+  const int ns_steps = static_cast<int>(config_.muon_ns_steps);
+  const int64_t begin = shard_.begin, end = shard_.end;
+  float* buf = adamw_.state_tensors()[0].data;  // (end - begin) "m" of the shard
+  float* whole = direction_.data();             // (total_numel)
+  float* o = ortho_.data();
+  // The part of matrix s inside the shard: arena elements [lo, hi).
+  auto overlap = [&](const ParamSpec& s) {
+    return std::pair{std::max(begin, s.offset), std::min(end, s.offset + s.numel)};
+  };
+  for (const ParamSpec* s : matrices_) {
+    const auto [lo, hi] = overlap(*s);
+    if (lo >= hi) continue;
+    momentum_pass(buf + (lo - begin), whole + lo, grads + (lo - begin), hi - lo, mu,
+                  config_.muon_nesterov);
+  }
+  sharing_.all_gather(whole, shard_.counts);  // every matrix's D, whole, on every rank
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    const ParamSpec& s = *matrices_[i];
+    if (owner(i) == sharing_.rank) {
+      newton_schulz_->orthogonalize(o, whole + s.offset, s.shape[0], s.shape[1], ns_steps);
+      std::copy(o, o + s.numel, whole + s.offset);
+    }
+    if (sharing_.world > 1) sharing_.broadcast(whole + s.offset, s.numel, owner(i));
+  }
+  for (const ParamSpec* s : matrices_) {
+    const auto [lo, hi] = overlap(*s);
+    if (lo >= hi) continue;
+    update_pass(params + (lo - begin), whole + lo, hi - lo, keep, scaled_step(lr_muon, *s));
   }
 }
 

@@ -14,6 +14,11 @@
 // Data parallel (RankSharing, world W > 1): every rank updates every momentum buffer (the
 // gradients are the same on all ranks), hidden matrix i (table order) is orthogonalized and
 // updated on rank i % W only, then broadcast from there.
+// ZeRO-1 (ArenaShard): each rank holds the state of its contiguous shard of the arena, which may
+// cut matrices. Each rank updates the momentum of its shard and writes the direction D there into
+// a whole-arena buffer, which is all-gathered; matrix i is orthogonalized on rank i % W and its O
+// broadcast (into the same buffer); each rank then updates the params of its shard. The values
+// are those of the unsharded step: the element passes are the same functions.
 #pragma once
 
 #include <memory>
@@ -34,7 +39,10 @@ class Muon : public Optimizer {
 
   void step(float* params, const float* grads, double lr) override;
   std::string name() const override { return "muon"; }
-  int64_t numel() const override { return table_.total_numel(); }
+  // Floats of the params / grads it steps: the shard's with an ArenaShard, else the arena's.
+  int64_t numel() const override {
+    return shard_.enabled() ? shard_.end - shard_.begin : table_.total_numel();
+  }
   // {"m", "v"}: see the top of this file.
   std::vector<OptimizerStateTensor> state_tensors() override { return adamw_.state_tensors(); }
 
@@ -42,19 +50,27 @@ class Muon : public Optimizer {
   double momentum_at(int64_t k) const;
 
  private:
-  ParamTable table_;
+  void step_whole(float* params, const float* grads, float mu, double lr_muon);
+  void step_sharded(float* params, const float* grads, float mu, double lr_muon);
+  int owner(size_t matrix) const { return static_cast<int>(matrix % sharing_.world); }
+
+  ParamTable table_;  // the whole table (whole matrices), also with a shard
   OptimConfig config_;
   RankSharing sharing_;
+  ArenaShard shard_;
   AdamW adamw_;                               // the other tensors; owns the state arenas
   std::unique_ptr<KernelContext> owned_ctx_;  // when the runtime gave none
   std::unique_ptr<NewtonSchulz> newton_schulz_;
   std::vector<const ParamSpec*> matrices_;  // the hidden matrices, table order
-  Buffer<float> direction_;                 // (largest matrix) the update direction D
-  Buffer<float> ortho_;                     // (largest matrix) NewtonSchulz(D)
+  // (largest matrix) the update direction D; with a shard (total_numel): D, then O, of every
+  // hidden matrix at its arena offset.
+  Buffer<float> direction_;
+  Buffer<float> ortho_;  // (largest matrix) NewtonSchulz(D)
 };
 
 // Bytes Muon allocates besides the two state arenas (its workspaces and Newton-Schulz's, sized by
-// the largest hidden matrix of `table`), for matmuls in `matmul_dtype`: what the estimator counts.
-int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype);
+// the largest hidden matrix of `table`; with a ZeRO-1 shard the whole-arena direction buffer), for
+// matmuls in `matmul_dtype`: what the estimator counts.
+int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool zero1 = false);
 
 }  // namespace nanogpt

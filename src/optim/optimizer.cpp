@@ -32,12 +32,14 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const Param
                                           MemoryTracker* tracker, const OptimizerRuntime& runtime) {
   config.validate();
   std::unique_ptr<Optimizer> optimizer;
+  const ArenaShard& shard = runtime.shard;
+  const ParamTable stepped = shard.enabled() ? table.slice(shard.begin, shard.end) : table;
   if (config.optimizer == "sgd") {
-    optimizer = std::make_unique<Sgd>(table, config.momentum, config.weight_decay, tracker);
+    optimizer = std::make_unique<Sgd>(stepped, config.momentum, config.weight_decay, tracker);
   } else if (config.optimizer == "muon") {
     optimizer = std::make_unique<Muon>(table, config, tracker, runtime);
   } else {
-    optimizer = std::make_unique<AdamW>(table, config.beta1, config.beta2, config.weight_decay,
+    optimizer = std::make_unique<AdamW>(stepped, config.beta1, config.beta2, config.weight_decay,
                                         1e-8, tracker);
   }
   // The estimator sizes optimizer state from optimizer_state_tensor_count: keep them in step.

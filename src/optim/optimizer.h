@@ -62,6 +62,18 @@ struct RankSharing {
   int rank = 0, world = 1;
   // Every rank calls it together with the same n and root: data (n floats) becomes root's.
   std::function<void(float* data, int64_t n, int root)> broadcast;
+  // Every rank calls it together: data is world blocks of counts[r] floats, each rank's own block
+  // goes to every rank (Communicator::all_gather). Needed with an ArenaShard only.
+  std::function<void(float* data, const std::vector<int64_t>& counts)> all_gather;
+};
+
+// ZeRO-1 (distributed/zero1.h): the optimizer keeps state for, and steps, arena elements
+// [begin, end) of its table only; the params and grads it is given start at element begin.
+// counts: every rank's shard size (the shards tile the arena in rank order).
+struct ArenaShard {
+  int64_t begin = 0, end = -1;  // end < 0: no shard, the whole arena
+  std::vector<int64_t> counts;
+  bool enabled() const { return end >= 0; }
 };
 
 // What an optimizer may take from the run besides its config and table. Muon's Newton-Schulz
@@ -72,7 +84,8 @@ struct RankSharing {
 struct OptimizerRuntime {
   KernelContext* kernels = nullptr;  // outlives the optimizer; null: Muon owns one
   DType matmul_dtype = DType::kF32;  // kBF16: Newton-Schulz in bfloat16 (bfloat16 runs)
-  RankSharing sharing;               // plain data parallelism: ranks split the matrices
+  RankSharing sharing;               // data parallelism: ranks split the matrices
+  ArenaShard shard;                  // ZeRO-1: this rank's shard of the arena
 };
 
 // State tensors (each table.total_numel() floats) the optimizer of `config` keeps: AdamW 2 (m, v),
@@ -82,7 +95,8 @@ struct OptimizerRuntime {
 int optimizer_state_tensor_count(const OptimConfig& config);
 
 // AdamW, SGD or Muon per config.optimizer (validated). State buffers are zeroed and sized for
-// `table`.
+// `table`, or for runtime.shard's part of it (AdamW and SGD then step table.slice(shard); Muon
+// keeps the whole table to see whole matrices).
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const ParamTable& table,
                                           MemoryTracker* tracker = nullptr,
                                           const OptimizerRuntime& runtime = {});

@@ -237,16 +237,16 @@ class TrainingRun {
     scaler_ = GradScaler(/*enabled=*/dtype_ == DType::kF16);
     optimizer_step_ = OptimizerStep(config_.fused);
     if (config_.profile) model_->set_profile(&profile_);
+    // Muon's Newton-Schulz matmuls run on this run's kernels, in bfloat16 in a bfloat16 run;
+    // data-parallel ranks split its orthogonalizations (every rank steps the same gradients).
+    OptimizerRuntime runtime;
+    runtime.kernels = &ctx_;
+    runtime.matmul_dtype = dtype_;
     if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
-      zero_ =
-          std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_, shard_masters);
+      zero_ = std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_,
+                                      shard_masters, runtime);
       optimizer_ = &zero_->optimizer();
     } else {
-      // Muon's Newton-Schulz matmuls run on this run's kernels, in bfloat16 in a bfloat16 run;
-      // data-parallel ranks split its orthogonalizations (every rank steps the same gradients).
-      OptimizerRuntime runtime;
-      runtime.kernels = &ctx_;
-      runtime.matmul_dtype = dtype_;
       runtime.sharing.rank = comm_->rank();
       runtime.sharing.world = comm_->size();
       Communicator* comm = comm_;

@@ -69,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"checkpointing_bf16",
                            {"--activation_checkpointing=True", "--dtype=bfloat16"}},
                       Case{"muon", {"--optimizer=muon", "--gradient_accumulation_steps=2"}},
-                      Case{"muon_bf16", {"--optimizer=muon", "--dtype=bfloat16"}}),
+                      Case{"muon_bf16", {"--optimizer=muon", "--dtype=bfloat16"}},
+                      Case{"muon_zero1_one_rank", {"--optimizer=muon", "--zero_stage=1"}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 // 2 layers, 2 heads, 32 wide, context 16, vocab 64.

@@ -351,6 +351,52 @@ TEST(Muon, ResumeFromStateIsBitExact) {
   EXPECT_EQ(resumed, straight);
 }
 
+// The sharded path (ZeRO-1) with one rank, whose shard is the whole arena and whose collectives
+// are the identity, gives the unsharded step's values bit for bit (the element passes are shared).
+TEST(Muon, ShardedPathEqualsTheWholeStep) {
+  const ParamTable table(small_model());
+  RandomSteps run(table, 4, 33);
+  OptimConfig c;
+  c.optimizer = "muon";
+  c.muon_weight_decay = 0.1;
+  c.muon_momentum_warmup_iters = 2;
+  OptimizerRuntime sharded;
+  sharded.shard = {0, table.total_numel(), {table.total_numel()}};
+  int gathers = 0;
+  sharded.sharing.all_gather = [&](float*, const std::vector<int64_t>& counts) {
+    EXPECT_EQ(counts.size(), 1u);
+    ++gathers;
+  };
+  auto a = make_optimizer(c, table);
+  auto b = make_optimizer(c, table, nullptr, sharded);
+  EXPECT_EQ(b->numel(), table.total_numel());
+  std::vector<float> pa = run.params, pb = run.params;
+  for (int k = 0; k < 4; ++k) {
+    a->step(pa.data(), run.grads[k].data(), 1e-3);
+    b->step(pb.data(), run.grads[k].data(), 1e-3);
+  }
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(gathers, 4);
+  MemoryTracker tracker;
+  auto counted = make_optimizer(c, table, &tracker, sharded);
+  const int64_t arena = (table.total_numel() * 4 + 63) / 64 * 64;
+  EXPECT_EQ(tracker.current_bytes(), 2 * arena + muon_workspace_bytes(table, DType::kF32, true));
+}
+
+TEST(Muon, AShardNeedsAnAllGather) {
+  const ParamTable table(small_model());
+  OptimConfig c;
+  c.optimizer = "muon";
+  OptimizerRuntime rt;
+  rt.shard = {0, table.total_numel(), {table.total_numel()}};
+  try {
+    make_optimizer(c, table, nullptr, rt);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs an all-gather"), std::string::npos) << e.what();
+  }
+}
+
 // What Muon allocates is what the estimator counts: 2 state arenas + its workspaces.
 TEST(Muon, AllocatesTwoStateArenasAndItsWorkspaces) {
   const ParamTable table(small_model());
