@@ -112,6 +112,17 @@ double Muon::momentum_at(int64_t k) const {
   return config_.muon_momentum_start + (mu - config_.muon_momentum_start) * frac;
 }
 
+double Muon::flops_per_step() const {
+  double flops = 0;
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    if (owner(i) != sharing_.rank) continue;
+    const double r = static_cast<double>(std::min(matrices_[i]->shape[0], matrices_[i]->shape[1]));
+    const double c = static_cast<double>(std::max(matrices_[i]->shape[0], matrices_[i]->shape[1]));
+    flops += 4 * r * r * c + 2 * r * r * r;
+  }
+  return flops * static_cast<double>(config_.muon_ns_steps);
+}
+
 void Muon::step(float* params, const float* grads, double lr) {
   // AdamW's bias correction counts the same steps as Muon (restored through set_steps on us).
   adamw_.set_steps(steps_);

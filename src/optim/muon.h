@@ -46,6 +46,10 @@ class Muon : public Optimizer {
   // {"m", "v"}: see the top of this file.
   std::vector<OptimizerStateTensor> state_tensors() override { return adamw_.state_tensors(); }
 
+  // Newton-Schulz's matmuls on this rank's matrices: per iteration on X (r, c), r <= c,
+  // 2 r^2 c (X X^T) + 2 r^3 (A A) + 2 r^2 c (B X).
+  double flops_per_step() const override;
+
   // The Muon momentum at optimizer step k (0-based), warmup included.
   double momentum_at(int64_t k) const;
 

@@ -48,6 +48,9 @@ class Optimizer {
   virtual int64_t numel() const = 0;
   // Views of the state arenas (valid while the optimizer lives); fill them to restore a checkpoint.
   virtual std::vector<OptimizerStateTensor> state_tensors() = 0;
+  // Floating-point operations of one step() beyond the element passes (Muon's Newton-Schulz
+  // matmuls on this rank), for --profile's optimizer row; 0 for element-wise optimizers.
+  virtual double flops_per_step() const { return 0; }
   // Number of step() calls so far (AdamW's bias correction uses it); restore with set_steps.
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }

@@ -616,7 +616,8 @@ class TrainingRun {
       if (config_.profile) {
         const double n = static_cast<double>(model_->table().total_numel());
         const int state = static_cast<int>(optimizer_->state_tensors().size());
-        profile_.add(OpClass::kOptimizer, optimizer_timer.seconds(), 0,
+        profile_.add(OpClass::kOptimizer, optimizer_timer.seconds(),
+                     skipped ? 0 : optimizer_->flops_per_step(),
                      zero_ || skipped ? 4.0 * n * (3 + 2.0 * state + 2)
                                       : optimizer_step_.bytes_moved(*model_, state));
       }

@@ -258,6 +258,27 @@ TEST(Muon, HiddenMatricesAreTheFourMatmulWeightsOfEachBlock) {
   EXPECT_EQ(hidden, 4 * 2);
 }
 
+// --profile's optimizer row: the Newton-Schulz matmul FLOPs, per matrix 5 x (4 r^2 c + 2 r^3).
+TEST(Muon, CountsTheNewtonSchulzFlopsOfItsOwnMatrices) {
+  const ParamTable table(small_model());  // C = 16, 2 layers
+  OptimConfig c;
+  c.optimizer = "muon";
+  const double C = 16;
+  auto per_matrix = [](double r, double cols) { return 5 * (4 * r * r * cols + 2 * r * r * r); };
+  // c_attn (3C, C), c_proj (C, C), c_fc (4C, C), mlp.c_proj (C, 4C): r = C each.
+  const double layer = per_matrix(C, 3 * C) + per_matrix(C, C) + 2 * per_matrix(C, 4 * C);
+  EXPECT_DOUBLE_EQ(make_optimizer(c, table)->flops_per_step(), 2 * layer);
+  // Rank 1 of 2 orthogonalizes the odd-numbered matrices: c_proj and mlp.c_proj of each layer.
+  OptimizerRuntime rt;
+  rt.sharing.rank = 1;
+  rt.sharing.world = 2;
+  rt.sharing.broadcast = [](float*, int64_t, int) {};
+  EXPECT_DOUBLE_EQ(make_optimizer(c, table, nullptr, rt)->flops_per_step(),
+                   2 * (per_matrix(C, C) + per_matrix(C, 4 * C)));
+  c.optimizer = "adamw";
+  EXPECT_EQ(make_optimizer(c, table)->flops_per_step(), 0.0);
+}
+
 TEST(Muon, MomentumWarmupIsLinearFromStartToMomentum) {
   const ParamTable table(small_model());
   OptimConfig c;
