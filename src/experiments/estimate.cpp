@@ -102,6 +102,9 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
                              static_cast<double>(e.tokens_per_iter);
   e.flops_per_iter_exact = exact_training_flops(config.model, config.batch_size, T) *
                            static_cast<double>(config.gradient_accumulation_steps);
+  if (config.optim.optimizer == "muon") {
+    e.flops_per_iter_optimizer = muon_flops_per_step(table, config.optim.muon_ns_steps);
+  }
 
   // What GPT, the optimizer, Activations and GradScratch allocate (all live during backward).
   DType dtype = DType::kF32;
@@ -133,8 +136,8 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
   }
   if (config.optim.optimizer == "muon") {
     e.memory.push_back({config.zero_stage == 1
-                            ? "Muon workspaces (Newton-Schulz, whole-arena directions)"
-                            : "Muon workspaces (Newton-Schulz of the largest matrix)",
+                            ? "Muon workspaces (+ whole-arena directions)"
+                            : "Muon workspaces",
                         muon_workspace_bytes(table, dtype, config.zero_stage == 1)});
   }
   if (dtype != DType::kF32) {  // GPT::set_dtype's 16-bit copy of the weights
@@ -169,14 +172,17 @@ std::string format_estimate(const TrainingEstimate& e, double peak_flops,
       "parameters: {} ({:.2f}M; {:.2f}M without wpe)\n"
       "step: micro-batch {} x context {} x accumulation {} = {} tokens, dtype {}, optimizer {}, "
       "attention {}, fused {}{}, world size {} ({} micro-batches per rank), ZeRO stage {}\n"
-      "FLOPs per iteration: {:.4g} (nanoGPT's 6N + 12LHQT), {:.4g} (exact matmul count)\n\n"
+      "FLOPs per iteration: {:.4g} (nanoGPT's 6N + 12LHQT), {:.4g} (exact matmul count){}\n\n"
       "peak memory per rank (tracked by the trainer):\n",
       m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.padded_vocab_size(),
       m.dropout, e.params, static_cast<double>(e.params) / 1e6,
       static_cast<double>(e.params_for_mfu) / 1e6, e.batch_size, m.block_size, e.accumulation,
       e.tokens_per_iter, e.dtype, e.optimizer, e.attention, e.fused ? "True" : "False",
       e.checkpointing ? ", activation checkpointing" : "", e.world_size, e.local_accumulation, e.zero_stage,
-      e.flops_per_iter_nanogpt, e.flops_per_iter_exact);
+      e.flops_per_iter_nanogpt, e.flops_per_iter_exact,
+      e.flops_per_iter_optimizer > 0
+          ? fmt::format(" + {:.4g} (Muon's Newton-Schulz)", e.flops_per_iter_optimizer)
+          : std::string());
   for (const MemoryLine& line : e.memory) {
     if (line.bytes == 0) continue;
     out += fmt::format("  {:<46} {:>12}  {:5.1f}%\n", line.what, format_bytes(line.bytes),
@@ -189,7 +195,8 @@ std::string format_estimate(const TrainingEstimate& e, double peak_flops,
       "  (process RSS is higher: the binary, oneDNN's and OpenMP's buffers, the token files when "
       "preloaded, and allocator slack are not tracked)\n";
   if (peak_flops > 0) {
-    const double ms = e.flops_per_iter_exact / e.world_size / peak_flops * 1e3;
+    const double ms =
+        (e.flops_per_iter_exact + e.flops_per_iter_optimizer) / e.world_size / peak_flops * 1e3;
     out += fmt::format(
         "\ntime per iteration: at least {:.1f} ms (the exact FLOPs at 100% of the measured peak, "
         "{:.0f} GFLOP/s {}); at an MFU of x it takes {:.1f} ms / x\n",

@@ -41,6 +41,8 @@ struct TrainingEstimate {
   // attention's T(T+1)/2 pairs, classifier over the padded vocabulary; elementwise work excluded).
   double flops_per_iter_nanogpt = 0;
   double flops_per_iter_exact = 0;
+  // The optimizer's own matmuls per iteration (Muon's Newton-Schulz, shared among the ranks).
+  double flops_per_iter_optimizer = 0;
   std::vector<MemoryLine> memory;  // weights, grads, optimizer state, activations by kind, ...
   int64_t peak_bytes = 0;          // sum of memory: all of it is live during backward
 };

@@ -71,6 +71,14 @@ int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool z
   return bytes;
 }
 
+double muon_flops_per_step(const ParamTable& table, int64_t ns_steps) {
+  double flops = 0;
+  for (const auto& s : table.specs()) {
+    if (s.hidden_matrix) flops += newton_schulz_flops(s.shape[0], s.shape[1], ns_steps);
+  }
+  return flops;
+}
+
 Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tracker,
            const OptimizerRuntime& runtime)
     : table_(table),
@@ -116,11 +124,10 @@ double Muon::flops_per_step() const {
   double flops = 0;
   for (size_t i = 0; i < matrices_.size(); ++i) {
     if (owner(i) != sharing_.rank) continue;
-    const double r = static_cast<double>(std::min(matrices_[i]->shape[0], matrices_[i]->shape[1]));
-    const double c = static_cast<double>(std::max(matrices_[i]->shape[0], matrices_[i]->shape[1]));
-    flops += 4 * r * r * c + 2 * r * r * r;
+    flops +=
+        newton_schulz_flops(matrices_[i]->shape[0], matrices_[i]->shape[1], config_.muon_ns_steps);
   }
-  return flops * static_cast<double>(config_.muon_ns_steps);
+  return flops;
 }
 
 void Muon::step(float* params, const float* grads, double lr) {

@@ -46,8 +46,7 @@ class Muon : public Optimizer {
   // {"m", "v"}: see the top of this file.
   std::vector<OptimizerStateTensor> state_tensors() override { return adamw_.state_tensors(); }
 
-  // Newton-Schulz's matmuls on this rank's matrices: per iteration on X (r, c), r <= c,
-  // 2 r^2 c (X X^T) + 2 r^3 (A A) + 2 r^2 c (B X).
+  // Newton-Schulz's matmuls on this rank's matrices (newton_schulz_flops).
   double flops_per_step() const override;
 
   // The Muon momentum at optimizer step k (0-based), warmup included.
@@ -76,5 +75,8 @@ class Muon : public Optimizer {
 // the largest hidden matrix of `table`; with a ZeRO-1 shard the whole-arena direction buffer), for
 // matmuls in `matmul_dtype`: what the estimator counts.
 int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool zero1 = false);
+
+// Newton-Schulz matmul FLOPs of one step over every hidden matrix of `table` (all ranks together).
+double muon_flops_per_step(const ParamTable& table, int64_t ns_steps);
 
 }  // namespace nanogpt

@@ -59,6 +59,12 @@ void newton_schulz_reference(double* out, const double* m, int64_t rows, int64_t
   }
 }
 
+double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps) {
+  const double r = static_cast<double>(std::min(rows, cols));
+  const double c = static_cast<double>(std::max(rows, cols));
+  return static_cast<double>(steps) * (4 * r * r * c + 2 * r * r * r);
+}
+
 NewtonSchulz::NewtonSchulz(KernelContext& ctx, DType dtype, int64_t max_numel, int64_t max_small,
                            MemoryTracker* tracker)
     : ctx_(ctx),

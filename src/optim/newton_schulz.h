@@ -25,6 +25,10 @@ inline constexpr NewtonSchulzCoefficients kMuonQuintic{};
 // out = X transposed back. out, m: (rows, cols), row-major.
 void newton_schulz_reference(double* out, const double* m, int64_t rows, int64_t cols, int steps);
 
+// Matmul FLOPs of `steps` iterations on a (rows, cols) matrix: per iteration on X (r, c), r <= c,
+// 2 r^2 c (X X^T) + 2 r^3 (A A) + 2 r^2 c (B X).
+double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps);
+
 // The fast version, with its workspaces for matrices of up to max_numel elements whose smaller
 // side is at most max_small. Not thread-safe (one per optimizer); the kernels use all threads.
 class NewtonSchulz {

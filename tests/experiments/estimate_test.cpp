@@ -157,6 +157,20 @@ TEST(Estimate, ExactFlopsMatchHandCount) {
   EXPECT_DOUBLE_EQ(exact_training_flops(m, 5, 2), 3 * forward * 5);
 }
 
+// Muon's Newton-Schulz: per block, on X (C, c) for c = 3C, C, 4C, 4C: 5 x (4 C^2 c + 2 C^3).
+TEST(Estimate, MuonAddsItsNewtonSchulzFlops) {
+  TrainConfig config = tiny_config();  // C = 32, 2 layers
+  EXPECT_EQ(estimate_training(config).flops_per_iter_optimizer, 0.0);
+  config.optim.optimizer = "muon";
+  const double C = 32;
+  auto ns = [&](double c) { return 5 * (4 * C * C * c + 2 * C * C * C); };
+  EXPECT_DOUBLE_EQ(estimate_training(config).flops_per_iter_optimizer,
+                   2 * (ns(3 * C) + ns(C) + 2 * ns(4 * C)));
+  EXPECT_NE(format_estimate(estimate_training(config), 1e11, "fp32")
+                .find("(Muon's Newton-Schulz)"),
+            std::string::npos);
+}
+
 TEST(Estimate, OptimizerStateCountMatchesOptimizers) {
   ModelConfig m;
   m.n_layer = 1;
