@@ -159,7 +159,7 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   const int B = B_, T = T_;
   const int64_t N = static_cast<int64_t>(B) * T;
   const int C = config_.n_embd, NH = config_.n_head;
-  const GeluKind gelu = config_.gelu_kind();
+  const MlpActivation gelu = config_.gelu_kind();
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
   const bool fuse_res_ln = choices_.fused;
@@ -305,7 +305,7 @@ void GPT::backward(KernelContext& ctx) {
   const int B = B_, T = T_;
   const int64_t N = static_cast<int64_t>(B) * T;
   const int C = config_.n_embd, NH = config_.n_head;
-  const GeluKind gelu = config_.gelu_kind();
+  const MlpActivation gelu = config_.gelu_kind();
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
   scratch_.reserve(config_, N, tracker_, dtype_);
@@ -405,7 +405,7 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
   check_masters_inside("forward_one");
   check_tokens(&token, 1, false, "token");
   const int C = config_.n_embd, NH = config_.n_head, Vp = config_.padded_vocab_size();
-  const GeluKind gelu = config_.gelu_kind();
+  const MlpActivation gelu = config_.gelu_kind();
   KvCache& s = cache;
   Backend ops(ctx, profile_);
 

@@ -43,7 +43,7 @@ struct ModelConfig {
   // Vocab padded up to a multiple of 64 (50257 -> 50304); padded logits never win nor get loss.
   int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
   int head_size() const { return n_embd / n_head; }
-  GeluKind gelu_kind() const { return gelu == "exact" ? GeluKind::kExact : GeluKind::kTanh; }
+  MlpActivation gelu_kind() const { return gelu == "exact" ? MlpActivation::kExact : MlpActivation::kTanh; }
   // Parameters of the model (with biases, wte padded); needs n_layer, n_embd, block_size and
   // vocab_size within the bounds above.
   int64_t num_params_bound() const;
