@@ -1,7 +1,12 @@
 // Architecture from ModelConfig's keys (validated there), and the list of what is not GPT-2.
 #include "model/architecture.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
+
+#include "core/check.h"
 
 namespace nanogpt {
 
@@ -28,6 +33,16 @@ std::vector<std::string> Architecture::beyond_gpt2() const {
   if (!tied_head) out.push_back("tie_embeddings = False");
   if (logit_softcap > 0.0f) out.push_back("logit_softcap > 0");
   return out;  // (zero_init_proj is only an initialization: the trained model is still GPT-2)
+}
+
+void require_gpt2_architecture(const ModelConfig& config, const std::string& format) {
+  const std::vector<std::string> extra = Architecture::of(config).beyond_gpt2();
+  CHECK(extra.empty(),
+        "cannot write this model as {}: it has {}, which that format cannot express (its GPT-2 "
+        "has LayerNorm, learned positions, GELU, a head tied to wte and plain logits). Keep the "
+        "checkpoint for `nanogpt sample` and resuming, or train with those keys at their defaults "
+        "to export",
+        format, fmt::join(extra, ", "));
 }
 
 }  // namespace nanogpt

@@ -30,6 +30,10 @@ struct Architecture {
   std::vector<std::string> beyond_gpt2() const;
 };
 
+// Throws nanogpt::Error when `config` has options GPT-2 cannot express, for a writer of a GPT-2
+// format (`format`: "llm.c's model file", "Hugging Face's GPT-2"), naming the options and why.
+void require_gpt2_architecture(const ModelConfig& config, const std::string& format);
+
 }  // namespace nanogpt
 
 namespace nanogpt {
