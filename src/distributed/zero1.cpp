@@ -34,6 +34,9 @@ std::vector<int64_t> zero1_shard_counts(int64_t numel, int world_size) {
 Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,
              MemoryTracker* tracker, bool shard_masters)
     : comm_(comm), numel_(table.total_numel()) {
+  CHECK(config.optimizer != "muon",
+        "optimizer = 'muon' with zero_stage = 1 is not supported: ZeRO-1's shards split "
+        "matrices and Muon orthogonalizes whole ones; use --zero_stage=0 or --optimizer=adamw");
   counts_ = zero1_shard_counts(numel_, comm.size());
   int64_t at = 0;
   for (int r = 0; r < comm.size(); ++r) {

@@ -1,5 +1,6 @@
-// Zero1: ZeRO stage 1 for data-parallel AdamW/SGD. The parameter arena is cut into one contiguous
-// shard per rank; each rank keeps the optimizer state of its shard only (1/N of it). A step:
+// Zero1: ZeRO stage 1 for data-parallel AdamW/SGD (it refuses optimizer 'muon', whose
+// orthogonalizations need whole matrices). The parameter arena is cut into one contiguous shard
+// per rank; each rank keeps the optimizer state of its shard only (1/N of it). A step:
 // reduce-scatter the gradients (each rank gets the sum of its shard), global gradient norm from the
 // shards' sums of squares (clipping as clip_grad_norm; a float16 inf/nan anywhere makes it
 // non-finite on every rank alike), update the own shard, all-gather the weights.

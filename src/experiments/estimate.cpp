@@ -15,6 +15,7 @@
 #include "model/activations.h"
 #include "model/gpt.h"
 #include "model/params.h"
+#include "optim/muon.h"
 #include "optim/optimizer.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -129,6 +130,10 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
   } else {
     e.memory.push_back({fmt::format("optimizer state ({}: {} x params)", e.optimizer, states),
                         states * param_bytes});
+  }
+  if (config.optim.optimizer == "muon") {  // (ZeRO-1 refuses Muon)
+    e.memory.push_back({"Muon workspaces (Newton-Schulz of the largest matrix)",
+                        muon_workspace_bytes(table, dtype)});
   }
   if (dtype != DType::kF32) {  // GPT::set_dtype's 16-bit copy of the weights
     e.memory.push_back({fmt::format("weights copy ({})", dtype_name(dtype)),

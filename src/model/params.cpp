@@ -17,7 +17,7 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
   const float std_proj =
       arch.zero_init_proj ? 0.0f : 0.02f / std::sqrt(2.0f * static_cast<float>(cfg.n_layer));
   auto add = [&](std::string name, std::vector<int64_t> shape, float std, bool one = false,
-                 bool transposed = false, bool lowp_only = false) {
+                 bool transposed = false, bool lowp_only = false, bool hidden_matrix = false) {
     ParamSpec s;
     s.name = std::move(name);
     s.shape = std::move(shape);
@@ -28,6 +28,7 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
     s.numel = 1;
     for (int64_t d : s.shape) s.numel *= d;
     s.lowp_only = lowp_only;
+    s.hidden_matrix = hidden_matrix;
     s.offset = total_;
     const int64_t slot = (s.numel + 15) / 16 * 16;  // keep each tensor 64-byte aligned
     total_ += slot;
@@ -43,15 +44,19 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
     const std::string p = "h." + std::to_string(l) + ".";
     add(p + "ln_1.weight", {C}, 0.0f, true);
     if (cfg.bias) add(p + "ln_1.bias", {C}, 0.0f);
-    add(p + "attn.c_attn.weight", {3 * C, C}, std_base, false, true, /*lowp_only=*/true);
+    add(p + "attn.c_attn.weight", {3 * C, C}, std_base, false, true, /*lowp_only=*/true,
+        /*hidden_matrix=*/true);
     if (cfg.bias) add(p + "attn.c_attn.bias", {3 * C}, 0.0f);
-    add(p + "attn.c_proj.weight", {C, C}, std_proj, false, true, /*lowp_only=*/true);
+    add(p + "attn.c_proj.weight", {C, C}, std_proj, false, true, /*lowp_only=*/true,
+        /*hidden_matrix=*/true);
     if (cfg.bias) add(p + "attn.c_proj.bias", {C}, 0.0f);
     add(p + "ln_2.weight", {C}, 0.0f, true);
     if (cfg.bias) add(p + "ln_2.bias", {C}, 0.0f);
-    add(p + "mlp.c_fc.weight", {4 * C, C}, std_base, false, true, /*lowp_only=*/true);
+    add(p + "mlp.c_fc.weight", {4 * C, C}, std_base, false, true, /*lowp_only=*/true,
+        /*hidden_matrix=*/true);
     if (cfg.bias) add(p + "mlp.c_fc.bias", {4 * C}, 0.0f);
-    add(p + "mlp.c_proj.weight", {C, 4 * C}, std_proj, false, true, /*lowp_only=*/true);
+    add(p + "mlp.c_proj.weight", {C, 4 * C}, std_proj, false, true, /*lowp_only=*/true,
+        /*hidden_matrix=*/true);
     if (cfg.bias) add(p + "mlp.c_proj.bias", {C}, 0.0f);
   }
   add("ln_f.weight", {C}, 0.0f, true);

@@ -31,6 +31,9 @@ struct ParamSpec {
   // Offset in the compact arena of float32-read tensors (the tensors with lowp_only false, each
   // with its padded slot, in table order); -1 for lowp_only tensors.
   int64_t fp32_read_offset = -1;
+  // Muon's group (optimizer='muon'): the hidden 2-D weights, the four matmul weights of each
+  // block. Embeddings, the head, gains and biases stay with AdamW.
+  bool hidden_matrix = false;
 };
 
 class ParamTable {

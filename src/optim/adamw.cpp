@@ -112,14 +112,18 @@ void for_each_thread_slice(const std::vector<ParamSpec>& specs, AdamWScalars k, 
 }  // namespace
 
 AdamW::AdamW(const ParamTable& table, double beta1, double beta2, double weight_decay, double eps,
-             MemoryTracker* tracker)
+             MemoryTracker* tracker, bool skip_hidden_matrices)
     : table_(table),
       beta1_(beta1),
       beta2_(beta2),
       weight_decay_(weight_decay),
       eps_(eps),
       m_(static_cast<size_t>(table.total_numel()), tracker),
-      v_(static_cast<size_t>(table.total_numel()), tracker) {}
+      v_(static_cast<size_t>(table.total_numel()), tracker) {
+  for (const auto& s : table.specs()) {
+    if (!(skip_hidden_matrices && s.hidden_matrix)) stepped_.push_back(s);
+  }
+}
 
 AdamWScalars AdamW::scalars(double lr) {
   const int64_t t = ++steps_;
@@ -138,7 +142,7 @@ AdamWScalars AdamW::scalars(double lr) {
 void AdamW::step(float* params, const float* grads, double lr) {
   float* m_all = m_.data();
   float* v_all = v_.data();
-  for_each_thread_slice(table_.specs(), scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
+  for_each_thread_slice(stepped_, scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
                         [&](const AdamWScalars& k, int64_t off, int64_t n) {
                           HWY_DYNAMIC_DISPATCH(AdamwUpdatePlain)
                           (params + off, grads + off, m_all + off, v_all + off, n, k);
@@ -152,7 +156,7 @@ void AdamW::step_fused(float* params, float* grads, double lr, const FusedStepEx
   float* v_all = v_.data();
   // The same slices as step(), walked in blocks so that each block of updated params is still in
   // L1 when it is rounded into the 16-bit copy.
-  for_each_thread_slice(table_.specs(), scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
+  for_each_thread_slice(stepped_, scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
                         [&](const AdamWScalars& k, int64_t off0, int64_t n0) {
                           for (int64_t b = 0; b < n0; b += cpu::kConvertBlock) {
                             const int64_t off = off0 + b, n = std::min(cpu::kConvertBlock, n0 - b);

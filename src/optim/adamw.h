@@ -12,8 +12,10 @@ struct AdamWScalars;  // one step's constants (adamw.cpp)
 
 class AdamW : public Optimizer {
  public:
+  // skip_hidden_matrices: leave the tensors with ParamSpec::hidden_matrix alone (Muon steps them;
+  // their slots of m and v are Muon's to use, optim/muon.h).
   AdamW(const ParamTable& table, double beta1, double beta2, double weight_decay, double eps = 1e-8,
-        MemoryTracker* tracker = nullptr);
+        MemoryTracker* tracker = nullptr, bool skip_hidden_matrices = false);
 
   // t = ++steps; for each element (PyTorch's order of operations):
   //   p *= 1 - lr*wd (decay tensors only); m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
@@ -31,6 +33,7 @@ class AdamW : public Optimizer {
   AdamWScalars scalars(double lr);
 
   ParamTable table_;
+  std::vector<ParamSpec> stepped_;  // the tensors of table_ it updates
   double beta1_, beta2_, weight_decay_, eps_;
   Buffer<float> m_;  // (total_numel) first moments
   Buffer<float> v_;  // (total_numel) second moments

@@ -8,8 +8,8 @@
 namespace nanogpt {
 
 void OptimConfig::validate() const {
-  CHECK(optimizer == "adamw" || optimizer == "sgd", "optimizer = '{}': expected 'adamw' or 'sgd'",
-        optimizer);
+  CHECK(optimizer == "adamw" || optimizer == "sgd" || optimizer == "muon",
+        "optimizer = '{}': expected 'adamw', 'sgd' or 'muon'", optimizer);
   CHECK(std::isfinite(learning_rate) && learning_rate >= 0.0,
         "learning_rate = {}: expected a finite value >= 0 (e.g. 6e-4)", learning_rate);
   CHECK(std::isfinite(min_lr) && min_lr >= 0.0,
@@ -33,11 +33,41 @@ void OptimConfig::validate() const {
         "cooldown)",
         cooldown);
   CHECK(warmup_iters >= 0, "warmup_iters = {}: expected >= 0", warmup_iters);
+  validate_muon();
   if (decay_lr && lr_schedule != "constant") {
     CHECK(lr_decay_iters >= warmup_iters,
           "lr_decay_iters = {} is less than warmup_iters = {}: the decay must end after warmup "
           "(set lr_decay_iters to about max_iters)",
           lr_decay_iters, warmup_iters);
+  }
+}
+
+void OptimConfig::validate_muon() const {
+  // Checked whatever the optimizer, so that a bad value is caught before it is switched on.
+  CHECK(std::isfinite(muon_learning_rate) && muon_learning_rate >= 0.0,
+        "muon_learning_rate = {}: expected a finite value >= 0 (e.g. 0.02, the published Muon "
+        "rate)",
+        muon_learning_rate);
+  CHECK(muon_momentum >= 0.0 && muon_momentum < 1.0,
+        "muon_momentum = {}: expected 0 <= muon_momentum < 1 (e.g. 0.95)", muon_momentum);
+  CHECK(muon_momentum_start >= 0.0 && muon_momentum_start < 1.0,
+        "muon_momentum_start = {}: expected 0 <= muon_momentum_start < 1 (e.g. 0.85)",
+        muon_momentum_start);
+  CHECK(muon_ns_steps >= 1 && muon_ns_steps <= 100,
+        "muon_ns_steps = {}: expected 1 to 100 Newton-Schulz iterations (5 is the published "
+        "choice)",
+        muon_ns_steps);
+  CHECK(std::isfinite(muon_weight_decay) && muon_weight_decay >= 0.0,
+        "muon_weight_decay = {}: expected a finite value >= 0 (0 = off)", muon_weight_decay);
+  CHECK(muon_momentum_warmup_iters >= 0,
+        "muon_momentum_warmup_iters = {}: expected >= 0 optimizer steps (0 = no momentum warmup)",
+        muon_momentum_warmup_iters);
+  if (optimizer == "muon") {
+    CHECK(learning_rate > 0.0,
+          "learning_rate = {} with optimizer = 'muon': the schedule scales muon_learning_rate by "
+          "lr(t) / learning_rate, which needs learning_rate > 0 (e.g. 6e-4); to freeze the AdamW "
+          "group lower it, not to 0",
+          learning_rate);
   }
 }
 

@@ -22,13 +22,27 @@ struct OptimConfig {
   double min_lr = 6e-5;
   double cooldown_fraction = 0.2;    // lr_schedule 'wsd' only
   std::string cooldown = "linear";  // lr_schedule 'wsd' only
+  // optimizer 'muon' only (optim/muon.h)
+  double muon_learning_rate = 0.02;
+  double muon_momentum = 0.95;
+  bool muon_nesterov = true;
+  int64_t muon_ns_steps = 5;
+  double muon_weight_decay = 0.0;
+  int64_t muon_momentum_warmup_iters = 0;
+  double muon_momentum_start = 0.85;
 
   template <typename Visitor>
   void visit(Visitor&& v) {
     v("optimizer", optimizer,
-      "'adamw' (decoupled weight decay) or 'sgd' (momentum, coupled decay)");
-    v("learning_rate", learning_rate, "peak learning rate");
-    v("weight_decay", weight_decay, "weight decay on matrices/embeddings (tensors with >= 2 dims)");
+      "'adamw' (decoupled weight decay), 'sgd' (momentum, coupled decay) or 'muon' (Muon for the "
+      "four matmul weights of each block, AdamW with learning_rate / weight_decay / beta1 / beta2 "
+      "for the embeddings, gains and biases; see the muon_* keys)");
+    v("learning_rate", learning_rate,
+      "peak learning rate (optimizer 'muon': of the AdamW group; the schedule scales "
+      "muon_learning_rate by the same factor lr(t) / learning_rate)");
+    v("weight_decay", weight_decay,
+      "weight decay on matrices/embeddings (tensors with >= 2 dims; optimizer 'muon': of the AdamW "
+      "group, see muon_weight_decay)");
     v("beta1", beta1, "AdamW first-moment decay");
     v("beta2", beta2, "AdamW second-moment decay");
     v("momentum", momentum, "SGD momentum (0 = plain SGD)");
@@ -47,10 +61,33 @@ struct OptimConfig {
     v("cooldown", cooldown,
       "lr_schedule 'wsd': shape of the cooldown, 'linear' (the trapezoid) or '1-sqrt' "
       "(learning_rate scaled by 1 - sqrt(progress) towards min_lr)");
+    v("muon_learning_rate", muon_learning_rate,
+      "optimizer 'muon': peak learning rate of the Muon group (the hidden matrices), scheduled "
+      "like learning_rate (times lr(t) / learning_rate)");
+    v("muon_momentum", muon_momentum,
+      "optimizer 'muon': momentum mu of the Muon group, buf = mu * buf + grad (0 <= mu < 1)");
+    v("muon_nesterov", muon_nesterov,
+      "optimizer 'muon': Nesterov momentum, orthogonalize grad + mu * buf; False: buf itself");
+    v("muon_ns_steps", muon_ns_steps,
+      "optimizer 'muon': Newton-Schulz iterations of the quintic (a, b, c) = (3.4445, -4.7750, "
+      "2.0315) that orthogonalize each update (1 to 100; 5 is the published choice)");
+    v("muon_weight_decay", muon_weight_decay,
+      "optimizer 'muon': decoupled weight decay of the Muon group, p *= 1 - lr * "
+      "muon_weight_decay before the update (0 = off)");
+    v("muon_momentum_warmup_iters", muon_momentum_warmup_iters,
+      "optimizer 'muon': the Muon momentum goes linearly from muon_momentum_start to "
+      "muon_momentum over this many optimizer steps (at step k: start + (mu - start) * min(1, k / "
+      "iters)); 0 = off, muon_momentum from the first step");
+    v("muon_momentum_start", muon_momentum_start,
+      "optimizer 'muon': the Muon momentum at the first step of muon_momentum_warmup_iters "
+      "(0 <= start < 1)");
   }
 
   // Throws nanogpt::Error naming the key and what to change.
   void validate() const;
+
+ private:
+  void validate_muon() const;  // the muon_* keys
 };
 
 }  // namespace nanogpt

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "kernels/ops_lowp.h"
 #include "optim/adamw.h"
+#include "optim/muon.h"
 #include "optim/sgd.h"
 
 namespace nanogpt {
@@ -28,18 +29,19 @@ int optimizer_state_tensor_count(const OptimConfig& config) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const ParamTable& table,
-                                          MemoryTracker* tracker) {
+                                          MemoryTracker* tracker, const OptimizerRuntime& runtime) {
   config.validate();
   std::unique_ptr<Optimizer> optimizer;
   if (config.optimizer == "sgd") {
     optimizer = std::make_unique<Sgd>(table, config.momentum, config.weight_decay, tracker);
+  } else if (config.optimizer == "muon") {
+    optimizer = std::make_unique<Muon>(table, config, tracker, runtime);
   } else {
     optimizer = std::make_unique<AdamW>(table, config.beta1, config.beta2, config.weight_decay,
                                         1e-8, tracker);
   }
   // The estimator sizes optimizer state from optimizer_state_tensor_count: keep them in step.
-  CHECK(static_cast<int>(optimizer->state_tensors().size()) ==
-            optimizer_state_tensor_count(config),
+  CHECK(static_cast<int>(optimizer->state_tensors().size()) == optimizer_state_tensor_count(config),
         "internal: optimizer '{}' keeps {} state tensors but optimizer_state_tensor_count says {}",
         config.optimizer, optimizer->state_tensors().size(), optimizer_state_tensor_count(config));
   return optimizer;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "optim/optim_config.h"
 
 namespace nanogpt {
+
+class KernelContext;
 
 // A view of one state arena: table.total_numel() floats, tensor k at specs()[k].offset.
 struct OptimizerStateTensor {
@@ -53,12 +56,35 @@ class Optimizer {
   int64_t steps_ = 0;
 };
 
+// How data-parallel ranks share work that every rank would otherwise repeat (Muon's
+// orthogonalizations). A callback rather than the Communicator: optim/ sits below distributed/.
+struct RankSharing {
+  int rank = 0, world = 1;
+  // Every rank calls it together with the same n and root: data (n floats) becomes root's.
+  std::function<void(float* data, int64_t n, int root)> broadcast;
+};
+
+// What an optimizer may take from the run besides its config and table. Muon's Newton-Schulz
+// matmuls go through the kernel ops, which need the run's KernelContext (its oneDNN engine and
+// primitive cache), in the run's 16-bit matmul dtype; passing them at construction keeps
+// Optimizer::step's signature (and AdamW's, SGD's, Zero1's calls) as it is. All optional: without
+// a context Muon makes its own, float32, one rank.
+struct OptimizerRuntime {
+  KernelContext* kernels = nullptr;  // outlives the optimizer; null: Muon owns one
+  DType matmul_dtype = DType::kF32;  // kBF16: Newton-Schulz in bfloat16 (bfloat16 runs)
+  RankSharing sharing;               // plain data parallelism: ranks split the matrices
+};
+
 // State tensors (each table.total_numel() floats) the optimizer of `config` keeps: AdamW 2 (m, v),
-// SGD 1 with momentum, 0 without. The optimizers allocate exactly this many; the estimator uses it.
+// SGD 1 with momentum, 0 without, Muon 2 (AdamW's m and v arenas: m holds Muon's momentum buffer
+// in the slots of the hidden matrices, whose v slots stay zero; optim/muon.h). The optimizers
+// allocate exactly this many; the estimator uses it.
 int optimizer_state_tensor_count(const OptimConfig& config);
 
-// AdamW or SGD per config.optimizer (validated). State buffers are zeroed and sized for `table`.
+// AdamW, SGD or Muon per config.optimizer (validated). State buffers are zeroed and sized for
+// `table`.
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const ParamTable& table,
-                                          MemoryTracker* tracker = nullptr);
+                                          MemoryTracker* tracker = nullptr,
+                                          const OptimizerRuntime& runtime = {});
 
 }  // namespace nanogpt

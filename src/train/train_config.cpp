@@ -46,6 +46,11 @@ void TrainConfig::validate() const {
   CHECK(zero_stage == 0 || zero_stage == 1,
         "zero_stage = {}: expected 0 (plain data-parallel) or 1 (ZeRO-1: sharded optimizer state)",
         zero_stage);
+  CHECK(!(zero_stage == 1 && optim.optimizer == "muon"),
+        "optimizer = 'muon' with zero_stage = 1: ZeRO-1 cuts the parameter arena into contiguous "
+        "shards that split matrices, and Muon orthogonalizes whole matrices; use --zero_stage=0 "
+        "(plain data parallelism, where the ranks already share Muon's orthogonalizations) or "
+        "--optimizer=adamw with ZeRO-1");
   CHECK(comm_timeout > 0, "comm_timeout = {}: expected seconds > 0", comm_timeout);
   CHECK(bucket_cap_mb > 0, "bucket_cap_mb = {}: expected megabytes > 0", bucket_cap_mb);
   CHECK(attention == "flash" || attention == "naive",

@@ -242,7 +242,18 @@ class TrainingRun {
           std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_, shard_masters);
       optimizer_ = &zero_->optimizer();
     } else {
-      owned_optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_);
+      // Muon's Newton-Schulz matmuls run on this run's kernels, in bfloat16 in a bfloat16 run;
+      // data-parallel ranks split its orthogonalizations (every rank steps the same gradients).
+      OptimizerRuntime runtime;
+      runtime.kernels = &ctx_;
+      runtime.matmul_dtype = dtype_;
+      runtime.sharing.rank = comm_->rank();
+      runtime.sharing.world = comm_->size();
+      Communicator* comm = comm_;
+      runtime.sharing.broadcast = [comm](float* data, int64_t n, int root) {
+        comm->broadcast(data, n * static_cast<int64_t>(sizeof(float)), root);
+      };
+      owned_optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_, runtime);
       optimizer_ = owned_optimizer_.get();
     }
     if (from == "scratch" && shard_masters) {

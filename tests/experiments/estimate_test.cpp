@@ -67,7 +67,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"checkpointing_deep",
                            {"--activation_checkpointing=True", "--n_layer=4", "--dropout=0.1"}},
                       Case{"checkpointing_bf16",
-                           {"--activation_checkpointing=True", "--dtype=bfloat16"}}),
+                           {"--activation_checkpointing=True", "--dtype=bfloat16"}},
+                      Case{"muon", {"--optimizer=muon", "--gradient_accumulation_steps=2"}},
+                      Case{"muon_bf16", {"--optimizer=muon", "--dtype=bfloat16"}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 // 2 layers, 2 heads, 32 wide, context 16, vocab 64.
@@ -162,7 +164,8 @@ TEST(Estimate, OptimizerStateCountMatchesOptimizers) {
   m.block_size = 4;
   m.vocab_size = 16;
   ParamTable table(m);
-  for (auto [opt, momentum] : {std::pair{"adamw", 0.9}, {"sgd", 0.9}, {"sgd", 0.0}}) {
+  for (auto [opt, momentum] :
+       {std::pair{"adamw", 0.9}, {"sgd", 0.9}, {"sgd", 0.0}, {"muon", 0.9}}) {
     OptimConfig oc;
     oc.optimizer = opt;
     oc.momentum = momentum;

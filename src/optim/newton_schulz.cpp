@@ -1,0 +1,129 @@
+// Newton-Schulz orthogonalization: the double reference and the version on the kernel ops.
+#include "optim/newton_schulz.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/ops_lowp.h"
+
+namespace nanogpt {
+
+namespace {
+
+constexpr double kNormEps = 1e-7;  // X = M / (||M||_F + eps), as published
+// Element passes over fewer elements run on one thread (a parallel region costs more than them).
+constexpr int64_t kParallelMin = 1 << 15;
+
+}  // namespace
+
+void newton_schulz_reference(double* out, const double* m, int64_t rows, int64_t cols, int steps) {
+  const bool tr = rows > cols;
+  const int64_t r = tr ? cols : rows, c = tr ? rows : cols;
+  double sum_sq = 0;
+  for (int64_t i = 0; i < rows * cols; ++i) sum_sq += m[i] * m[i];
+  const double inv = 1.0 / (std::sqrt(sum_sq) + kNormEps);
+  std::vector<double> x(static_cast<size_t>(r * c)), a(static_cast<size_t>(r * r)),
+      aa(static_cast<size_t>(r * r)), bx(static_cast<size_t>(r * c));
+  for (int64_t i = 0; i < r; ++i) {
+    for (int64_t j = 0; j < c; ++j) x[i * c + j] = (tr ? m[j * cols + i] : m[i * cols + j]) * inv;
+  }
+  const NewtonSchulzCoefficients k = kMuonQuintic;
+  for (int s = 0; s < steps; ++s) {
+    for (int64_t i = 0; i < r; ++i) {  // A (r, r) = X X^T
+      for (int64_t j = 0; j < r; ++j) {
+        double acc = 0;
+        for (int64_t t = 0; t < c; ++t) acc += x[i * c + t] * x[j * c + t];
+        a[i * r + j] = acc;
+      }
+    }
+    for (int64_t i = 0; i < r; ++i) {  // B (r, r) = b A + c A A, kept in aa
+      for (int64_t j = 0; j < r; ++j) {
+        double acc = 0;
+        for (int64_t t = 0; t < r; ++t) acc += a[i * r + t] * a[t * r + j];
+        aa[i * r + j] = k.b * a[i * r + j] + k.c * acc;
+      }
+    }
+    for (int64_t i = 0; i < r; ++i) {  // B X (r, c)
+      for (int64_t j = 0; j < c; ++j) {
+        double acc = 0;
+        for (int64_t t = 0; t < r; ++t) acc += aa[i * r + t] * x[t * c + j];
+        bx[i * c + j] = acc;
+      }
+    }
+    for (int64_t i = 0; i < r * c; ++i) x[i] = k.a * x[i] + bx[i];
+  }
+  for (int64_t i = 0; i < r; ++i) {
+    for (int64_t j = 0; j < c; ++j) (tr ? out[j * cols + i] : out[i * cols + j]) = x[i * c + j];
+  }
+}
+
+NewtonSchulz::NewtonSchulz(KernelContext& ctx, DType dtype, int64_t max_numel, int64_t max_small,
+                           MemoryTracker* tracker)
+    : ctx_(ctx),
+      dtype_(dtype == DType::kBF16 ? DType::kBF16 : DType::kF32),
+      max_numel_(max_numel),
+      max_small_(max_small),
+      x_(static_cast<size_t>(max_numel), tracker),
+      bx_(static_cast<size_t>(max_numel), tracker),
+      a_(static_cast<size_t>(max_small * max_small), tracker),
+      aa_(static_cast<size_t>(max_small * max_small), tracker),
+      b_(static_cast<size_t>(max_small * max_small), tracker) {
+  if (dtype_ == DType::kBF16) {
+    x_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_numel), tracker);
+    a_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_small * max_small), tracker);
+    b_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_small * max_small), tracker);
+  }
+}
+
+ConstTypedPtr NewtonSchulz::matmul_input(Buffer<uint16_t>& dst, const float* src, int64_t n) {
+  if (dtype_ == DType::kF32) return src;
+  TypedPtr lowp(dst.data(), dtype_);
+  cpu::convert(lowp, src, n);
+  return lowp;
+}
+
+void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64_t cols,
+                                 int steps) {
+  CHECK(rows >= 1 && cols >= 1 && rows * cols <= max_numel_ && std::min(rows, cols) <= max_small_,
+        "NewtonSchulz: a ({}, {}) matrix does not fit the workspaces for {} elements with a "
+        "smaller side of at most {}",
+        rows, cols, max_numel_, max_small_);
+  const bool tr = rows > cols;
+  const int64_t r = tr ? cols : rows, c = tr ? rows : cols, n = r * c;
+  double sum_sq = 0;
+#pragma omp parallel for simd reduction(+ : sum_sq) schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
+  const float inv = static_cast<float>(1.0 / (std::sqrt(sum_sq) + kNormEps));
+  float* x = x_.data();
+  // X (r, c): M / norm, or M^T / norm when rows > cols (M is then (c, r)).
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < r; ++i) {
+    for (int64_t j = 0; j < c; ++j) x[i * c + j] = (tr ? m[j * r + i] : m[i * c + j]) * inv;
+  }
+  const auto k = kMuonQuintic;
+  const float ka = static_cast<float>(k.a), kb = static_cast<float>(k.b),
+              kc = static_cast<float>(k.c);
+  float *a = a_.data(), *aa = aa_.data(), *b = b_.data(), *bx = bx_.data();
+  const int ri = static_cast<int>(r), ci = static_cast<int>(c);
+  for (int s = 0; s < steps; ++s) {
+    const ConstTypedPtr xl = matmul_input(x_lowp_, x, n);
+    cpu::matmul_forward(ctx_, a, xl, xl, nullptr, r, ci, ri);  // A (r, r) = X X^T
+    const ConstTypedPtr al = matmul_input(a_lowp_, a, r * r);
+    // A A (r, r) = A A^T: A is symmetric (up to the rounding of its two triangles).
+    cpu::matmul_forward(ctx_, aa, al, al, nullptr, r, ri, ri);
+    for (int64_t i = 0; i < r * r; ++i) b[i] = kb * a[i] + kc * aa[i];
+    const ConstTypedPtr bl = matmul_input(b_lowp_, b, r * r);
+    // B X (r, c) = dout (r, r) . weight (r, c): the input-gradient form of the matmul op.
+    cpu::matmul_backward_overwrite(ctx_, bx, nullptr, nullptr, bl, xl, xl, r, ci, ri);
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+    for (int64_t i = 0; i < n; ++i) x[i] = ka * x[i] + bx[i];
+  }
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t i = 0; i < r; ++i) {
+    for (int64_t j = 0; j < c; ++j) (tr ? out[j * r + i] : out[i * c + j]) = x[i * c + j];
+  }
+}
+
+}  // namespace nanogpt
