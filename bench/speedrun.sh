@@ -56,10 +56,15 @@ sweep() {
     echo "base = '$ROOT/$base'"
     echo "out_dir = '$OUT/$track-$recipe'"
     echo "seeds = $SEEDS"
-    echo "target_loss = $target"
     echo "stop_at_target = True"
     echo "always_save_checkpoint = False"
-    echo "model_$recipe = ''"
+    # (a sweep file's own target_loss is the sweep's, on the sampled eval: the runs get theirs,
+    # on the whole validation split, from their config -- ours -- or from this variation)
+    if [ "$recipe" = nanogpt ]; then
+      echo "model_nanogpt = '--target_loss=$target --target_eval_interval=250'"
+    else
+      echo "model_ours = ''"
+    fi
     if [ "$recipe" = ours ] && [ "$ABLATION" = 1 ]; then
       ablations | while read -r name keys; do echo "model_$name = '$keys'"; done
     fi
