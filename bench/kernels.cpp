@@ -405,7 +405,7 @@ BENCHMARK(BM_LayerNormBackward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicroseco
 // args: N elements, kind (0 tanh, 1 exact), storage (0 float32, 1 bf16 through the 16-bit op)
 void BM_GeluForwardBackward(benchmark::State& state) {
   const int64_t N = state.range(0);
-  const GeluKind kind = state.range(1) ? GeluKind::kExact : GeluKind::kTanh;
+  const MlpActivation kind = state.range(1) ? MlpActivation::kExact : MlpActivation::kTanh;
   const DType t = state.range(2) ? DType::kBF16 : DType::kF32;
   const size_t es = dtype_size(t);
   auto x32 = random_vec(N, 1), dout32 = random_vec(N, 2);
@@ -458,24 +458,24 @@ void BM_MlpGelu(benchmark::State& state) {
     if (fused) {
       if (part != 2) {
         cpu::matmul_gelu_forward(ctx, ptr(fch), ptr(act), ptr(x), ptr(w1), b1.data(), N, C, H,
-                                 GeluKind::kTanh);
+                                 MlpActivation::kTanh);
       }
       if (part != 1) {
         cpu::gelu_matmul_backward(ctx, ptr(dfch), dw2.data(), db2.data(), ptr(dout), ptr(fch),
-                                  ptr(w2), N, H, C, GeluKind::kTanh);
+                                  ptr(w2), N, H, C, MlpActivation::kTanh);
       }
     } else {
       if (part != 2) {
         cpu::matmul_forward(ctx, ptr(fch), ptr(x), ptr(w1), b1.data(), N, C, H);
-        cpu::gelu_forward(ctx, ptr(act), ptr(fch), N * H, GeluKind::kTanh);
+        cpu::gelu_forward(ctx, ptr(act), ptr(fch), N * H, MlpActivation::kTanh);
       }
       if (part != 1) {
-        cpu::gelu_forward(ctx, ptr(act), ptr(fch), N * H, GeluKind::kTanh);  // recompute
+        cpu::gelu_forward(ctx, ptr(act), ptr(fch), N * H, MlpActivation::kTanh);  // recompute
         std::memset(dact.data(), 0, dact.size() * sizeof(float));
         cpu::matmul_backward(ctx, ptr(dact), dw2.data(), db2.data(), ptr(dout), ptr(act), ptr(w2),
                              N, H, C);
         std::memset(dfch.data(), 0, dfch.size() * sizeof(float));
-        cpu::gelu_backward(ctx, ptr(dfch), ptr(fch), ptr(dact), N * H, GeluKind::kTanh);
+        cpu::gelu_backward(ctx, ptr(dfch), ptr(fch), ptr(dact), N * H, MlpActivation::kTanh);
       }
     }
     benchmark::DoNotOptimize(dfch.data());

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "io/hf_gpt2.h"
 #include "io/llmc_model.h"
+#include "model/architecture.h"
 #include "model/params.h"
 #include "train/model_source.h"
 
@@ -53,6 +54,8 @@ int export_command(const Args& args) {
               (config.format == "llmc" ? "model.bin" : "model.safetensors"))
                  .string();
   }
+  require_gpt2_architecture(src.config,
+                            config.format == "llmc" ? "llm.c's model file" : "Hugging Face's GPT-2");
   if (config.format == "llmc") {
     export_llmc_model(output, src.config, table, src.params.data());
   } else {

@@ -77,6 +77,13 @@ std::string architecture_diff(const ModelConfig& found, const ModelConfig& expec
   cmp("vocab_size", found.vocab_size, expected.vocab_size);
   cmp("bias", found.bias, expected.bias);
   cmp("gelu", found.gelu, expected.gelu);
+  cmp("norm", found.norm, expected.norm);
+  cmp("position", found.position, expected.position);
+  cmp("rope_theta", found.rope_theta, expected.rope_theta);
+  cmp("qk_norm", found.qk_norm, expected.qk_norm);
+  cmp("activation", found.activation, expected.activation);
+  cmp("tie_embeddings", found.tie_embeddings, expected.tie_embeddings);
+  cmp("logit_softcap", found.logit_softcap, expected.logit_softcap);
   return fmt::format("{}", fmt::join(diffs, "; "));
 }
 

@@ -81,9 +81,12 @@ ModelConfig model_config_from_hf_json(const nlohmann::json& j, const std::string
     const std::string origin = fmt::format("'{}': nanogpt_model_config", path);
     CHECK(ours.is_object(), "{} must be an object of ModelConfig keys, found {}", origin,
           ours.type_name());
-    c.visit([&](const char* key, auto&, const char*) {
+    // GPT-2's keys are always written; the architecture options came later, and a config
+    // without them (an older checkpoint) is GPT-2: they keep their defaults.
+    for (const char* key :
+         {"n_layer", "n_head", "n_embd", "block_size", "vocab_size", "bias", "dropout", "gelu"}) {
       CHECK(ours.contains(key), "'{}': nanogpt_model_config lacks '{}'", path, key);
-    });
+    }
     config_from_json(c, ours, origin);  // type and range checks per key
     validate_from(c, path);
     return c;

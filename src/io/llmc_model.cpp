@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/float16.h"
+#include "model/architecture.h"
 
 namespace nanogpt {
 namespace {
@@ -61,6 +62,7 @@ std::string param_name(const LlmcTensor& t, int l) {
 
 FileDigest export_llmc_model(const std::string& path, const ModelConfig& config,
                              const ParamTable& table, const float* params, bool bf16) {
+  require_gpt2_architecture(config, "llm.c's model file");
   const int64_t C = config.n_embd, L = config.n_layer, Vp = config.padded_vocab_size();
   std::array<int32_t, kHeaderInts> header{};
   header[0] = kMagic;

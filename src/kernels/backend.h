@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "kernels/op_profile.h"
 #include "kernels/ops.h"
+#include "kernels/ops_arch.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
@@ -38,21 +39,24 @@ class Backend {
     cpu::encoder_backward(dwte, dwpe, dout, inp, B, T, C);
   }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                         const float* weight, const float* bias, int64_t N, int C) {
+                         const float* weight, const float* bias, int64_t N, int C,
+                         NormKind norm = NormKind::kLayerNorm) {
     Scope s(profile_, OpClass::kNorm, 8.0 * N * C, 4.0 * N * C * 2);
-    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+    cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, norm);
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
-                          const float* rstd, int64_t N, int C) {
+                          const float* rstd, int64_t N, int C,
+                         NormKind norm = NormKind::kLayerNorm) {
     Scope s(profile_, OpClass::kNorm, 14.0 * N * C, 4.0 * N * C * 4);
-    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
   }
   void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
                                   const float* b, const float* weight, const float* bias,
-                                  int64_t N, int C) {
+                                  int64_t N, int C,
+                         NormKind norm = NormKind::kLayerNorm) {
     Scope s(profile_, OpClass::kNorm, 9.0 * N * C, 4.0 * N * C * 4);
-    cpu::residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C);
+    cpu::residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C, norm);
   }
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       int64_t N, int C, int OC) {
@@ -101,11 +105,11 @@ class Backend {
     Scope s(profile_, OpClass::kAttention, 4.0 * t * C, 4.0 * 2 * t * C);
     cpu::attention_decode(out, q, kcache, vcache, t, C, NH);
   }
-  void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind) {
+  void gelu_forward(float* out, const float* inp, int64_t N, MlpActivation kind) {
     Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 2);
     cpu::gelu_forward(out, inp, N, kind);
   }
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, MlpActivation kind) {
     Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 4);
     cpu::gelu_backward(dinp, inp, dout, N, kind);
   }
@@ -131,6 +135,39 @@ class Backend {
     Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * Vp * 2);
     cpu::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
   }
+  // The architecture options' ops (ops_arch.h): QK-norm and rotary embeddings in place on qkv's
+  // Q and K (charged to attention), the logit soft-cap (charged to the classifier).
+  void qk_rmsnorm_forward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
+    Scope s(profile_, OpClass::kAttention, 3.0 * N * 2 * C, 2.0 * dtype_size(qkv.dtype) * N * 2 * C);
+    cpu::qk_rmsnorm_forward(qkv, rstd, N, C, NH);
+  }
+  void qk_rmsnorm_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,
+                           int NH) {
+    Scope s(profile_, OpClass::kAttention, 5.0 * N * 2 * C, 3.0 * dtype_size(qkv.dtype) * N * 2 * C);
+    cpu::qk_rmsnorm_backward(dqkv, qkv, rstd, N, C, NH);
+  }
+  void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
+                      int C, int NH) {
+    Scope s(profile_, OpClass::kAttention, 3.0 * N * 2 * C, 2.0 * dtype_size(qkv.dtype) * N * 2 * C);
+    cpu::rotary_forward(qkv, cos, sin, N, T, pos0, C, NH);
+  }
+  void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T,
+                       int pos0, int C, int NH) {
+    Scope s(profile_, OpClass::kAttention, 3.0 * N * 2 * C,
+            2.0 * dtype_size(dqkv.dtype) * N * 2 * C);
+    cpu::rotary_backward(dqkv, cos, sin, N, T, pos0, C, NH);
+  }
+  void softcap_forward(float* z, int64_t N, float cap) {
+    Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * 2);
+    cpu::softcap_forward(z, N, cap);
+  }
+  void crossentropy_softcap_forward_backward(float* losses, float* dlogits, const float* logits,
+                                             const int* targets, float dloss, int64_t N, int V,
+                                             int Vp, float cap) {
+    Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * Vp * 2);
+    cpu::crossentropy_softcap_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp,
+                                               cap);
+  }
 
   // Zeroes a gradient buffer (any dtype) before the accumulating backward ops add into it.
   void fill_zero(TypedPtr dst, int64_t n) {
@@ -145,21 +182,24 @@ class Backend {
     cpu::convert(dst, src, n);
   }
   void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
-                         const float* weight, const float* bias, int64_t N, int C) {
+                         const float* weight, const float* bias, int64_t N, int C,
+                         NormKind norm = NormKind::kLayerNorm) {
     Scope s(profile_, OpClass::kNorm, 8.0 * N * C, double(N) * C * (4 + dtype_size(out.dtype)));
-    cpu::layernorm_forward(ctx_, out, mean, rstd, inp, weight, bias, N, C);
+    cpu::layernorm_forward(ctx_, out, mean, rstd, inp, weight, bias, N, C, norm);
   }
   void residual_layernorm_forward(float* res, TypedPtr out, float* mean, float* rstd,
                                   const float* a, const float* b, const float* weight,
-                                  const float* bias, int64_t N, int C) {
+                                  const float* bias, int64_t N, int C,
+                         NormKind norm = NormKind::kLayerNorm) {
     Scope s(profile_, OpClass::kNorm, 9.0 * N * C, double(N) * C * (12 + dtype_size(out.dtype)));
-    cpu::residual_layernorm_forward(ctx_, res, out, mean, rstd, a, b, weight, bias, N, C);
+    cpu::residual_layernorm_forward(ctx_, res, out, mean, rstd, a, b, weight, bias, N, C, norm);
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                           const float* inp, const float* weight, const float* mean,
-                          const float* rstd, int64_t N, int C) {
+                          const float* rstd, int64_t N, int C,
+                         NormKind norm = NormKind::kLayerNorm) {
     Scope s(profile_, OpClass::kNorm, 14.0 * N * C, double(N) * C * (12 + dtype_size(dout.dtype)));
-    cpu::layernorm_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    cpu::layernorm_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
   }
   void matmul_forward(TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight, const float* bias,
                       int64_t N, int C, int OC) {
@@ -189,7 +229,7 @@ class Backend {
   // The MLP's fused ops (fused=True; ops_lowp.h): charged to the matmul class with the matmul's
   // FLOPs and the bytes they move (fch and fch_gelu written; forward pre read, dpre written).
   void matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp, ConstTypedPtr weight,
-                           const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+                           const float* bias, int64_t N, int C, int OC, MlpActivation kind) {
     const double e = double(dtype_size(inp.dtype));
     Scope s(profile_, matmul_class_, 2.0 * N * C * OC,
             e * (N * C + double(C) * OC) + 2.0 * dtype_size(fch.dtype) * N * OC);
@@ -202,7 +242,7 @@ class Backend {
   }
   void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstTypedPtr dout,
                             ConstTypedPtr pre, ConstTypedPtr weight, int64_t N, int C, int OC,
-                            GeluKind kind) {
+                            MlpActivation kind) {
     const double e = double(dtype_size(pre.dtype));
     Scope s(profile_, matmul_class_, 4.0 * N * C * OC,
             e * (N * OC + 2.0 * N * C + 2.0 * double(C) * OC));
@@ -221,19 +261,19 @@ class Backend {
             double(dtype_size(qkv.dtype)) * B * T * C * 8);
     cpu::attention_backward(ctx_, dqkv, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
   }
-  void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
+  void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind) {
     Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 2);
     cpu::gelu_forward(ctx_, out, inp, N, kind);
   }
   void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
-                     GeluKind kind) {
+                     MlpActivation kind) {
     Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 4);
     cpu::gelu_backward(ctx_, dinp, inp, dout, N, kind);
   }
   // gelu_backward with dinp overwritten (no zero-fill first; same values). Float32 and bf16 skip
   // the zero-fill; other dtypes zero-fill and accumulate (ops_lowp.h).
   void gelu_backward_overwrite(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
-                               GeluKind kind) {
+                               MlpActivation kind) {
     Scope s(profile_, OpClass::kElementwise, 0, double(dtype_size(inp.dtype)) * N * 3);
     cpu::gelu_backward_overwrite(ctx_, dinp, inp, dout, N, kind);
   }

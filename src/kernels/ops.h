@@ -18,20 +18,33 @@ namespace nanogpt {
 
 class KernelContext;
 
-enum class GeluKind { kTanh, kExact };
+// The MLP's activation. The ops that apply it keep GPT-2's names (gelu_forward, gelu_backward,
+// matmul_gelu_forward, ...): kTanh and kExact are GELU's two forms (tanh approximation, erf), kRelu2
+// is ReLU squared, relu(x)^2 (derivative 2 relu(x)).
+enum class MlpActivation { kTanh, kExact, kRelu2 };
+
+// The normalization of the LayerNorm ops (layernorm_*): kLayerNorm centers and scales by the
+// standard deviation; kRmsNorm does not center (mean is written as 0) and scales by the root mean
+// square, rstd = 1 / sqrt(mean(x^2) + eps). Both eps 1e-5, both with a gain (weight) and optional
+// bias.
+enum class NormKind { kLayerNorm, kRmsNorm };
 
 #define NANOGPT_DECLARE_OPS                                                                        \
-  /* out (B,T,C) = wte[inp] + wpe[t]. inp (B,T) token ids < V. */                                  \
+  /* out (B,T,C) = wte[inp] + wpe[t]. inp (B,T) token ids < V. wpe, dwpe nullable: no position */ \
+  /* embedding (rotary positions), out = wte[inp]. */                                              \
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B,      \
                        int T, int C);                                                              \
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, \
                         int C);                                                                    \
   /* LayerNorm over C, eps 1e-5. out,inp (N,C); mean,rstd (N) saved for backward; bias nullable.*/ \
+  /* norm: NormKind (RMSNorm writes mean 0).                                                    */ \
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,                   \
-                         const float* weight, const float* bias, int64_t N, int C);                \
+                         const float* weight, const float* bias, int64_t N, int C,                 \
+                         NormKind norm = NormKind::kLayerNorm);                                    \
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,            \
                           const float* inp, const float* weight, const float* mean,                \
-                          const float* rstd, int64_t N, int C);                                    \
+                          const float* rstd, int64_t N, int C,                                     \
+                          NormKind norm = NormKind::kLayerNorm);                                   \
   /* Causal multi-head attention. qkv (B,T,3C) rows [Q|K|V], head h at cols h*HS..h*HS+HS-1.   */  \
   /* out (B,T,C); lse (B,NH,T) = log-sum-exp of the scaled scores of each row (for backward).  */  \
   /* Scale 1/sqrt(HS). Dropout p on the attention probabilities, element index                 */  \
@@ -45,8 +58,8 @@ enum class GeluKind { kTanh, kExact };
   /* valid (t >= 1, the new token's K,V already written at row t-1); out (C). No dropout.      */  \
   void attention_decode(float* out, const float* q, const float* kcache, const float* vcache,      \
                         int t, int C, int NH);                                                     \
-  void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind);                       \
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind);  \
+  void gelu_forward(float* out, const float* inp, int64_t N, MlpActivation kind);                       \
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, MlpActivation kind);  \
   /* out = a + b (N). Backward is da += dout, db += dout. */                                       \
   void residual_forward(float* out, const float* a, const float* b, int64_t N);                    \
   void residual_backward(float* da, float* db, const float* dout, int64_t N);                      \
@@ -87,12 +100,12 @@ void matmul_backward_overwrite(KernelContext& ctx, float* dinp, float* dweight, 
 // gelu_backward with dinp overwritten, dinp = dout * gelu'(inp): same values as accumulating into
 // a zero-filled dinp, one pass less.
 void gelu_backward_overwrite(float* dinp, const float* inp, const float* dout, int64_t N,
-                             GeluKind kind);
+                             MlpActivation kind);
 // res (N, C) = a + b, then out, mean, rstd = layernorm_forward(res): the same values as
 // residual_forward followed by layernorm_forward (bit-identical), in one pass (fused=True).
 void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
                                 const float* b, const float* weight, const float* bias, int64_t N,
-                                int C);
+                                int C, NormKind norm = NormKind::kLayerNorm);
 // Naive causal attention (nanoGPT's non-flash path): same math, dropout mask and scale as
 // attention_forward, but the masked softmax probabilities are materialized in att (B, NH, T, T)
 // (zero above the diagonal) and kept for the backward instead of lse. Memory O(B NH T^2).

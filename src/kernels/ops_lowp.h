@@ -30,12 +30,12 @@ void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
 void fill_zero(TypedPtr dst, int64_t n);
 // LayerNorm with a low-precision output; inp is the float32 residual stream.
 void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int64_t N, int C);
+                       const float* weight, const float* bias, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
 void layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
-                        int64_t N, int C);
-void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind);
-void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N, GeluKind kind);
+                        int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
+void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind);
+void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N, MlpActivation kind);
 void attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
                        float dropout_p, uint64_t seed);
 void attention_backward(TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out, const float* lse,
@@ -53,7 +53,7 @@ void matmul_backward(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr 
 // fch_gelu (N,OC) = gelu(fch) (computed from fch as stored, i.e. after its rounding): the values
 // of matmul_forward then gelu_forward.
 void matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp, ConstTypedPtr weight,
-                         const float* bias, int64_t N, int C, int OC, GeluKind kind);
+                         const float* bias, int64_t N, int C, int OC, MlpActivation kind);
 // The backward of out (N,OC) = gelu(pre) . weight (OC,C)^T + bias with the GELU derivative in the
 // epilogue of the matmul that produces d(gelu(pre)) (fused=True): dweight (OC,C) += dout^T .
 // gelu(pre) (recomputed from pre, never stored whole), dbias (OC, nullable) += column sums of
@@ -62,7 +62,7 @@ void matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp, Con
 // matmul_backward into a zeroed d(gelu) and gelu_backward into a zeroed dpre (the unfused path).
 void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstTypedPtr dout,
                           ConstTypedPtr pre, ConstTypedPtr weight, int64_t N, int C, int OC,
-                          GeluKind kind);
+                          MlpActivation kind);
 }  // namespace ref
 
 // The same ops on the CPU; the context holds oneDNN's primitives and the widening scratch.
@@ -70,24 +70,24 @@ namespace cpu {
 void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
 void fill_zero(TypedPtr dst, int64_t n);  // in parallel chunks when large
 void layernorm_forward(KernelContext& ctx, TypedPtr out, float* mean, float* rstd,
-                       const float* inp, const float* weight, const float* bias, int64_t N, int C);
+                       const float* inp, const float* weight, const float* bias, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
 void layernorm_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
                         ConstTypedPtr dout, const float* inp, const float* weight,
-                        const float* mean, const float* rstd, int64_t N, int C);
+                        const float* mean, const float* rstd, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
 // res (N, C) = a + b (the float32 residual stream), then out (any dtype), mean, rstd =
 // layernorm_forward(res): bit-identical to residual_forward followed by layernorm_forward, in one
 // pass (fused=True).
 void residual_layernorm_forward(KernelContext& ctx, float* res, TypedPtr out, float* mean,
                                 float* rstd, const float* a, const float* b, const float* weight,
-                                const float* bias, int64_t N, int C);
-void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind);
+                                const float* bias, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
+void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind);
 void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
-                   int64_t N, GeluKind kind);
+                   int64_t N, MlpActivation kind);
 // gelu_backward with dinp OVERWRITTEN (dinp = round(dout * gelu'(inp))): the values of
 // gelu_backward into a zeroed dinp, without the zero-fill (all float32: ops.h's; bf16 in
 // registers; other dtypes zero-fill and accumulate).
 void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
-                             ConstTypedPtr dout, int64_t N, GeluKind kind);
+                             ConstTypedPtr dout, int64_t N, MlpActivation kind);
 void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
                        int T, int C, int NH, float dropout_p, uint64_t seed);
 void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
@@ -108,10 +108,10 @@ void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight
 // when the GELU (forward) or the GELU derivative (backward) reads it (kernels/cpu/mlp_fused.cpp).
 void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
                          ConstTypedPtr weight, const float* bias, int64_t N, int C, int OC,
-                         GeluKind kind);
+                         MlpActivation kind);
 void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, float* dbias,
                           ConstTypedPtr dout, ConstTypedPtr pre, ConstTypedPtr weight, int64_t N,
-                          int C, int OC, GeluKind kind);
+                          int C, int OC, MlpActivation kind);
 // Whether the fused MLP ops above run as one parallel region each for activations and weights of
 // `dtype` and the fc's (N, C) x (C, OC) (float32 products small enough for small_gemm: nanoGPT's
 // CPU recipe); the model then fuses the MLP even with fused_mlp off (it pays there: a region and a

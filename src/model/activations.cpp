@@ -53,6 +53,7 @@ void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t,
     l.ln1_mean = c.take(N, kArenaLayerNorm);
     l.ln1_rstd = c.take(N, kArenaLayerNorm);
     l.qkv = c.take(N * 3 * C, t, kArenaQkv);
+    l.qk_rstd = cfg.qk_norm ? c.take(N * 2 * NH, kArenaQkv) : nullptr;
     l.atty = c.take(N * C, t, kArenaAttention);
     l.lse = c.take(N * NH, kArenaAttention);
     l.residual2 = c.take(N * C, kArenaResidual);

@@ -24,7 +24,8 @@ namespace nanogpt {
 struct LayerActivations {
   float* ln1_mean = nullptr;   // (N)
   float* ln1_rstd = nullptr;   // (N)
-  TypedPtr qkv;                // (N, 3C)  rows [Q | K | V]
+  TypedPtr qkv;                // (N, 3C)  rows [Q | K | V] (Q, K after QK-norm and rotary)
+  float* qk_rstd = nullptr;    // (N, 2 NH) QK-norm's 1/rms of each q and k head (qk_norm only)
   TypedPtr atty;               // (N, C)   attention output (heads concatenated)
   float* lse = nullptr;        // (B, NH, T) log-sum-exp of each attention row
   float* residual2 = nullptr;  // (N, C)   x + attention branch

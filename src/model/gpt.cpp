@@ -1,8 +1,12 @@
-// GPT-2 forward, backward and one-token decoding as sequences of kernel calls (see gpt.h).
-// Block:  x -> ln1 -> qkv -> attention -> attproj -> [dropout] -> residual2 = x + .
-//           -> ln2 -> fc -> gelu -> fcproj -> [dropout] -> residual3 = residual2 + .
-// Head:   lnf -> logits = lnf . wte^T (tied) -> cross-entropy over the first V columns, in chunks
-//         of rows, fused with its backward in training (the (N, Vp) logits are never held).
+// GPT forward, backward and one-token decoding as sequences of kernel calls (see gpt.h).
+// Block:  x -> ln1 -> qkv -> [qk-norm] -> [rotary] -> attention -> attproj -> [dropout]
+//           -> residual2 = x + . -> ln2 -> fc -> gelu/relu2 -> fcproj -> [dropout]
+//           -> residual3 = residual2 + .
+// Head:   lnf -> logits = lnf . wte^T (tied, or lm_head^T) -> [soft-cap] -> cross-entropy over the
+//         first V columns, in chunks of rows, fused with its backward in training (the (N, Vp)
+//         logits are never held).
+// What each step is (LayerNorm or RMSNorm, learned or rotary positions, GELU or ReLU², ...) is
+// arch_'s (model/architecture.h), read here, never decided here.
 // Kernel choices (kernel_choices.h): fused=True also runs each residual add in one pass with the
 // LayerNorm it feeds (and, with fused_mlp or where the backend fuses them in one region, the GELU
 // in the fc matmul's epilogue and its derivative in the epilogue of the backward matmul that
@@ -40,6 +44,7 @@ static ConstTypedPtr in_act_dtype(Backend& ops, TypedPtr lowp, const float* g, i
 
 GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights masters)
     : config_((config.validate(), config)),
+      arch_(Architecture::of(config_)),
       table_(config_),
       tracker_(tracker),
       masters_(masters),
@@ -57,6 +62,26 @@ GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights master
     block_begin_.push_back(table_.at("h." + std::to_string(l) + ".ln_1.weight").offset);
   }
   block_begin_.push_back(table_.at("ln_f.weight").offset);
+  if (arch_.rotary) rotary_ = RotaryTables(config_.block_size, config_.head_size(), arch_.rope_theta);
+  decode_rstd_.resize(static_cast<size_t>(2 * config_.n_head));
+}
+
+void GPT::qk_forward(Backend& ops, TypedPtr qkv, float* rstd, int64_t N, int T, int pos0) {
+  const int C = config_.n_embd, NH = config_.n_head;
+  if (arch_.qk_norm) ops.qk_rmsnorm_forward(qkv, rstd, N, C, NH);
+  if (arch_.rotary) {
+    ops.rotary_forward(qkv, rotary_.cos.data(), rotary_.sin.data(), N, T, pos0, C, NH);
+  }
+}
+
+void GPT::qk_backward(Backend& ops, TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N,
+                      int T) {
+  const int C = config_.n_embd, NH = config_.n_head;
+  // qkv holds the rotated output: QK-norm's backward runs in that frame first (ops_arch.h).
+  if (arch_.qk_norm) ops.qk_rmsnorm_backward(dqkv, qkv, rstd, N, C, NH);
+  if (arch_.rotary) {
+    ops.rotary_backward(dqkv, rotary_.cos.data(), rotary_.sin.data(), N, T, 0, C, NH);
+  }
 }
 
 void GPT::check_masters_inside(const char* what) const {
@@ -159,7 +184,8 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   const int B = B_, T = T_;
   const int64_t N = static_cast<int64_t>(B) * T;
   const int C = config_.n_embd, NH = config_.n_head;
-  const GeluKind gelu = config_.gelu_kind();
+  const MlpActivation gelu = arch_.activation;
+  const NormKind norm = arch_.norm;
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
   const bool fuse_res_ln = choices_.fused;
@@ -169,9 +195,10 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   const LowpBlockWeights lbw = lw_.h.empty() ? LowpBlockWeights{} : lw_.h[l];
   LayerActivations& la = a.layers[l];
   if (!ln1_done) {
-    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);
+    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C, norm);
   }
   ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw, lbw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
+  qk_forward(ops, la.qkv, la.qk_rstd, N, T, 0);
   if (choices_.naive_attention) {
     ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B,
                                 T, C, NH, p, site_seed(l, kSiteAttnProbs));
@@ -183,10 +210,11 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   const float* attn_out = a.branch;
   if (fuse_res_ln) {
     ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
-                                   bw.ln2w, bw.ln2b, N, C);
+                                   bw.ln2w, bw.ln2b, N, C, norm);
   } else {
     ops.residual_forward(la.residual2, x, attn_out, N * C);
-    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
+    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
+                          norm);
   }
   if (fuse_mlp(ops, N) && !for_backward) {  // GELU in the fc matmul's epilogue
     ops.matmul_gelu_forward(la.fch, a.fch_gelu, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C,
@@ -207,10 +235,10 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     LayerActivations& next = a.layers[l + 1];
     ops.residual_layernorm_forward(la.residual3, a.ln, next.ln1_mean, next.ln1_rstd,
                                    la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N,
-                                   C);
+                                   C, norm);
   } else {  // residual3 -> lnf
     ops.residual_layernorm_forward(la.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, la.residual2,
-                                   mlp_out, w_.lnfw, w_.lnfb, N, C);
+                                   mlp_out, w_.lnfw, w_.lnfb, N, C, norm);
   }
 }
 
@@ -254,20 +282,22 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
     x = a.layers[l].residual3;
   }
   if (!fuse_res_ln || config_.n_layer == 0) {
-    ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, w_.lnfw, w_.lnfb, N, C);
+    ops.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, w_.lnfw, w_.lnfb, N, C, arch_.norm);
   }
 
   backward_ready_ = false;
   logits_valid_ = false;
   num_valid_ = 0;
   Backend head = ops.as(OpClass::kClassifier);
+  const float cap = arch_.logit_softcap;
   if (!targets) {
     if (full_logits_.size() < static_cast<size_t>(N * Vp)) {
       full_logits_ = Buffer<float>();
       full_logits_ = Buffer<float>(static_cast<size_t>(N * Vp), tracker_);
     }
     // (N, Vp)
-    head.matmul_forward(full_logits_.data(), a.lnf, lowp(w_.wte, lw_.wte), nullptr, N, C, Vp);
+    head.matmul_forward(full_logits_.data(), a.lnf, lowp(w_.head, lw_.head), nullptr, N, C, Vp);
+    if (cap > 0.0f) head.softcap_forward(full_logits_.data(), N * Vp, cap);
     logits_valid_ = true;
     return 0.0f;
   }
@@ -275,20 +305,26 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   const float dloss = num_valid_ > 0 ? grad_scale / static_cast<float>(num_valid_) : 0.0f;
   if (training) ops.fill_zero(a.dlnf, N * C);
   const int64_t step = chunk > 0 ? std::min(chunk, a.chunk_rows) : a.chunk_rows;
-  for (int64_t r0 = 0; r0 < N; r0 += step) {  // the tied head, chunk by chunk
+  for (int64_t r0 = 0; r0 < N; r0 += step) {  // the head, chunk by chunk
     const int64_t rows = std::min(step, N - r0);
     const ConstTypedPtr lnf_rows = a.lnf.at(r0 * C);  // (rows, C)
     float* z = a.logits_chunk;                         // (rows, Vp)
-    head.matmul_forward(z, lnf_rows, lowp(w_.wte, lw_.wte), nullptr, rows, C, Vp);
+    head.matmul_forward(z, lnf_rows, lowp(w_.head, lw_.head), nullptr, rows, C, Vp);
     if (!training) {
+      if (cap > 0.0f) head.softcap_forward(z, rows * Vp, cap);
       ops.crossentropy_forward(a.losses + r0, z, targets + r0, rows, V, Vp);
       continue;
     }
-    // dlogits overwrite the chunk's logits; dlnf = dlogits . wte, dwte += dlogits^T . lnf.
-    ops.crossentropy_forward_backward(a.losses + r0, z, z, targets + r0, dloss, rows, V, Vp);
+    // dlogits overwrite the chunk's logits; dlnf = dlogits . head, dhead += dlogits^T . lnf.
+    if (cap > 0.0f) {
+      head.crossentropy_softcap_forward_backward(a.losses + r0, z, z, targets + r0, dloss, rows, V,
+                                                 Vp, cap);
+    } else {
+      ops.crossentropy_forward_backward(a.losses + r0, z, z, targets + r0, dloss, rows, V, Vp);
+    }
     const TypedPtr dz = a.dlogits_chunk;  // (rows, Vp) in the activation dtype
     if (dz.data != z) ops.convert(dz, z, rows * Vp);
-    head.matmul_backward(a.dlnf + r0 * C, g_.wte, nullptr, dz, lnf_rows, lowp(w_.wte, lw_.wte),
+    head.matmul_backward(a.dlnf + r0 * C, g_.head, nullptr, dz, lnf_rows, lowp(w_.head, lw_.head),
                          rows, C, Vp);
   }
   backward_ready_ = training;
@@ -305,7 +341,8 @@ void GPT::backward(KernelContext& ctx) {
   const int B = B_, T = T_;
   const int64_t N = static_cast<int64_t>(B) * T;
   const int C = config_.n_embd, NH = config_.n_head;
-  const GeluKind gelu = config_.gelu_kind();
+  const MlpActivation gelu = arch_.activation;
+  const NormKind norm = arch_.norm;
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
   scratch_.reserve(config_, N, tracker_, dtype_);
@@ -319,7 +356,7 @@ void GPT::backward(KernelContext& ctx) {
   // forward's grad_scale, and so is every gradient below, through dlnf).
   ops.fill_zero(s.dresidual, N * C);
   ops.layernorm_backward(s.dresidual, g_.lnfw, g_.lnfb, a.dlnf, x_last, w_.lnfw, a.lnf_mean,
-                         a.lnf_rstd, N, C);
+                         a.lnf_rstd, N, C, norm);
   const int L = config_.n_layer;
   if (grad_ready_) grad_ready_(block_begin_[L], table_.total_numel());
 
@@ -356,11 +393,12 @@ void GPT::backward(KernelContext& ctx) {
       ops.gelu_backward_overwrite(dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     }
     // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
-    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C);
+    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
+                          norm);
     ops.matmul_backward_overwrite(s.dc, bg.fcw, bg.fcb, dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C,
                                   4 * C);
     ops.layernorm_backward(s.dresidual, bg.ln2w, bg.ln2b, s.dc, la.residual2, bw.ln2w, la.ln2_mean,
-                           la.ln2_rstd, N, C);
+                           la.ln2_rstd, N, C, norm);
 
     const float* dattn_out = s.dresidual;
     if (drop) {
@@ -380,11 +418,12 @@ void GPT::backward(KernelContext& ctx) {
       ops.attention_backward(s.dqkv, s.dc, la.atty, la.lse, la.qkv, B, T, C, NH, p,
                              site_seed(l, kSiteAttnProbs));
     }
-    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C);  // ln1 again
+    qk_backward(ops, s.dqkv, la.qkv, la.qk_rstd, N, T);
+    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C, norm);  // again
     ops.matmul_backward_overwrite(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw, lbw.qkvw), N,
                                   C, 3 * C);  // s.dc = d(ln1)
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
-                           la.ln1_rstd, N, C);
+                           la.ln1_rstd, N, C, norm);
     if (grad_ready_) grad_ready_(block_begin_[l], block_begin_[l + 1]);
   }
 
@@ -405,30 +444,35 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
   check_masters_inside("forward_one");
   check_tokens(&token, 1, false, "token");
   const int C = config_.n_embd, NH = config_.n_head, Vp = config_.padded_vocab_size();
-  const GeluKind gelu = config_.gelu_kind();
+  const MlpActivation gelu = arch_.activation;
+  const NormKind norm = arch_.norm;
   KvCache& s = cache;
   Backend ops(ctx, profile_);
 
-  ops.encoder_forward(s.x, &token, w_.wte, w_.wpe + static_cast<int64_t>(pos) * C, 1, 1, C);
+  ops.encoder_forward(s.x, &token, w_.wte, w_.wpe ? w_.wpe + static_cast<int64_t>(pos) * C : nullptr,
+                      1, 1, C);
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockWeights& bw = w_.h[l];
     float* krow = s.k(l) + static_cast<int64_t>(pos) * C;  // (C) this token's key
     float* vrow = s.v(l) + static_cast<int64_t>(pos) * C;  // (C) this token's value
-    ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, bw.ln1w, bw.ln1b, 1, C);
+    ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, bw.ln1w, bw.ln1b, 1, C, norm);
     ops.matmul_forward(s.qkv, s.ln, bw.qkvw, bw.qkvb, 1, C, 3 * C);  // (3C) [q | k | v]
+    qk_forward(ops, s.qkv, decode_rstd_.data(), 1, 1, pos);
     std::memcpy(krow, s.qkv + C, sizeof(float) * C);
     std::memcpy(vrow, s.qkv + 2 * C, sizeof(float) * C);
     ops.attention_decode(s.atty, s.qkv, s.k(l), s.v(l), pos + 1, C, NH);
     ops.matmul_forward(s.proj, s.atty, bw.attprojw, bw.attprojb, 1, C, C);
     ops.residual_forward(s.x2, s.x, s.proj, C);
-    ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x2, bw.ln2w, bw.ln2b, 1, C);
+    ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x2, bw.ln2w, bw.ln2b, 1, C, norm);
     ops.matmul_forward(s.fch, s.ln, bw.fcw, bw.fcb, 1, C, 4 * C);
     ops.gelu_forward(s.fch_gelu, s.fch, 4 * C, gelu);
     ops.matmul_forward(s.proj, s.fch_gelu, bw.fcprojw, bw.fcprojb, 1, 4 * C, C);
     ops.residual_forward(s.x, s.x2, s.proj, C);
   }
-  ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, w_.lnfw, w_.lnfb, 1, C);
-  ops.as(OpClass::kClassifier).matmul_forward(logits_out, s.ln, w_.wte, nullptr, 1, C, Vp);  // (Vp)
+  ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, w_.lnfw, w_.lnfb, 1, C, norm);
+  Backend head = ops.as(OpClass::kClassifier);
+  head.matmul_forward(logits_out, s.ln, w_.head, nullptr, 1, C, Vp);  // (Vp)
+  if (arch_.logit_softcap > 0.0f) head.softcap_forward(logits_out, Vp, arch_.logit_softcap);
   cache.set_length(pos + 1);
 }
 

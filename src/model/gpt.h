@@ -14,6 +14,7 @@
 #include "kernels/context.h"
 #include "kernels/op_profile.h"
 #include "model/activations.h"
+#include "model/architecture.h"
 #include "model/kernel_choices.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
@@ -39,6 +40,7 @@ class GPT {
                MasterWeights masters = MasterWeights::kInModel);
 
   const ModelConfig& config() const { return config_; }
+  const Architecture& architecture() const { return arch_; }
   const ParamTable& table() const { return table_; }
   // The arenas: table().total_numel() floats, tensor k at table().specs()[k].offset.
   // (Handing out the mutable arena marks the low-precision weight copy stale: the next forward
@@ -150,8 +152,15 @@ class GPT {
   bool fuse_mlp(const Backend& ops, int64_t N) const;
   // Block l's forward from x into acts_.layers[l] (see gpt.cpp).
   void forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool for_backward);
+  // QK-norm and rotary embeddings (as the architecture has them) in place on the q and k of qkv
+  // (N, 3C) of B sequences of T rows at positions pos0.., rstd (N, 2NH) QK-norm's statistics; and
+  // the backward of both on dqkv (qkv: the forward's output).
+  void qk_forward(Backend& ops, TypedPtr qkv, float* rstd, int64_t N, int T, int pos0);
+  void qk_backward(Backend& ops, TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N,
+                   int T);
 
   ModelConfig config_;
+  Architecture arch_;  // what the blocks and the head are made of (from config_)
   ParamTable table_;
   MemoryTracker* tracker_ = nullptr;
   MasterWeights masters_ = MasterWeights::kInModel;
@@ -173,6 +182,8 @@ class GPT {
   // attention=naive: the (B, NH, T, T) probabilities of every layer, (L, B*NH*T*T).
   Buffer<float> naive_att_;
   OpProfile* profile_ = nullptr;
+  RotaryTables rotary_;              // position = 'rotary': cos, sin (block_size, HS/2)
+  std::vector<float> decode_rstd_;   // (2 NH) QK-norm's statistics of forward_one's token
   GradReadyHook grad_ready_;
   std::vector<int64_t> block_begin_;  // (L + 1) arena offset of block l's first tensor; [L] = ln_f
   // State of the last forward, used by backward.

@@ -7,7 +7,7 @@ namespace nanogpt {
 
 int64_t ModelConfig::num_params_bound() const {
   const int64_t L = n_layer, C = n_embd, T = block_size, Vp = padded_vocab_size();
-  return (Vp + T) * C + L * (12 * C * C + 13 * C) + 2 * C;
+  return (2 * Vp + T) * C + L * (12 * C * C + 13 * C) + 2 * C;  // with an untied head
 }
 
 void ModelConfig::validate() const {
@@ -27,6 +27,19 @@ void ModelConfig::validate() const {
         n_layer, n_embd, block_size, vocab_size, num_params_bound(), kMaxParams);
   CHECK(dropout >= 0.0 && dropout < 1.0, "dropout = {}: expected 0 <= dropout < 1", dropout);
   CHECK(gelu == "tanh" || gelu == "exact", "gelu = '{}': expected 'tanh' or 'exact'", gelu);
+  CHECK(norm == "layernorm" || norm == "rmsnorm", "norm = '{}': expected 'layernorm' or 'rmsnorm'",
+        norm);
+  CHECK(position == "learned" || position == "rotary",
+        "position = '{}': expected 'learned' or 'rotary'", position);
+  CHECK(position != "rotary" || head_size() % 2 == 0,
+        "position = 'rotary' needs an even head size; n_embd {} / n_head {} = {} (choose n_embd "
+        "and n_head so that n_embd / n_head is even)",
+        n_embd, n_head, head_size());
+  CHECK(rope_theta > 1.0, "rope_theta = {}: expected > 1 (e.g. 10000)", rope_theta);
+  CHECK(activation == "gelu" || activation == "relu2",
+        "activation = '{}': expected 'gelu' or 'relu2'", activation);
+  CHECK(logit_softcap >= 0.0, "logit_softcap = {}: expected >= 0 (0 = off; e.g. 15 or 30)",
+        logit_softcap);
 }
 
 }  // namespace nanogpt

@@ -1,5 +1,7 @@
-// ModelConfig: the shape of a GPT-2 model (layers, heads, width, context, vocab, bias, dropout,
-// GELU kind). Each key is declared once in visit(); that drives parsing, --help and saving.
+// ModelConfig: the shape of a GPT model (layers, heads, width, context, vocab, bias, dropout, GELU
+// kind) and its architecture options beyond GPT-2 (norm, positions, QK-norm, MLP activation, tied
+// head, zero-initialized projections, logit soft-cap; model/architecture.h reads them). Each key
+// is declared once in visit(); that drives parsing, --help and saving. The defaults are GPT-2.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,14 @@ struct ModelConfig {
   bool bias = false;
   double dropout = 0.0;
   std::string gelu = "tanh";
+  std::string norm = "layernorm";
+  std::string position = "learned";
+  double rope_theta = 10000.0;
+  bool qk_norm = false;
+  std::string activation = "gelu";
+  bool tie_embeddings = true;
+  bool zero_init_proj = false;
+  double logit_softcap = 0.0;
 
   template <typename Visitor>
   void visit(Visitor&& v) {
@@ -38,12 +48,28 @@ struct ModelConfig {
     v("bias", bias, "biases in Linear layers and LayerNorms (GPT-2: True)");
     v("dropout", dropout, "dropout on embeddings, attention weights and residual paths");
     v("gelu", gelu, "GELU form: 'tanh' (GPT-2's approximation) or 'exact' (erf)");
+    v("norm", norm, "'layernorm' (GPT-2) or 'rmsnorm' (no centering, scale by the root mean square)");
+    v("position", position,
+      "'learned' (GPT-2's position embedding wpe) or 'rotary' (rotary embeddings of q and k, no wpe)");
+    v("rope_theta", rope_theta, "position = 'rotary': the base of the rotation frequencies");
+    v("qk_norm", qk_norm, "RMSNorm (without gain) of each head's query and key before attention");
+    v("activation", activation, "MLP activation: 'gelu' (GPT-2, form per gelu) or 'relu2' (relu(x)^2)");
+    v("tie_embeddings", tie_embeddings,
+      "the LM head is the token embedding wte (GPT-2); False: a separate lm_head.weight");
+    v("zero_init_proj", zero_init_proj,
+      "start the output projections (attn.c_proj, mlp.c_proj, an untied lm_head) at zero");
+    v("logit_softcap", logit_softcap,
+      "cap the logits smoothly at +-this value, cap * tanh(logits / cap); 0 = off (GPT-2)");
   }
 
   // Vocab padded up to a multiple of 64 (50257 -> 50304); padded logits never win nor get loss.
   int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
   int head_size() const { return n_embd / n_head; }
-  GeluKind gelu_kind() const { return gelu == "exact" ? GeluKind::kExact : GeluKind::kTanh; }
+  // The MLP's activation (activation and gelu together).
+  MlpActivation mlp_activation() const {
+    if (activation == "relu2") return MlpActivation::kRelu2;
+    return gelu == "exact" ? MlpActivation::kExact : MlpActivation::kTanh;
+  }
   // Parameters of the model (with biases, wte padded); needs n_layer, n_embd, block_size and
   // vocab_size within the bounds above.
   int64_t num_params_bound() const;

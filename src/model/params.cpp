@@ -5,13 +5,17 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "model/architecture.h"
 
 namespace nanogpt {
 
 ParamTable::ParamTable(const ModelConfig& cfg) {
   const int64_t C = cfg.n_embd, Vp = cfg.padded_vocab_size(), maxT = cfg.block_size;
   const float std_base = 0.02f;
-  const float std_proj = 0.02f / std::sqrt(2.0f * static_cast<float>(cfg.n_layer));
+  const Architecture arch = Architecture::of(cfg);
+  // Output projections: nanoGPT's scaled init, or zeros (zero_init_proj).
+  const float std_proj =
+      arch.zero_init_proj ? 0.0f : 0.02f / std::sqrt(2.0f * static_cast<float>(cfg.n_layer));
   auto add = [&](std::string name, std::vector<int64_t> shape, float std, bool one = false,
                  bool transposed = false, bool lowp_only = false, bool hidden_matrix = false) {
     ParamSpec s;
@@ -35,7 +39,7 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
     specs_.push_back(std::move(s));
   };
   add("wte.weight", {Vp, C}, std_base);
-  add("wpe.weight", {maxT, C}, std_base);
+  if (arch.learned_positions) add("wpe.weight", {maxT, C}, std_base);
   for (int l = 0; l < cfg.n_layer; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
     add(p + "ln_1.weight", {C}, 0.0f, true);
@@ -57,6 +61,12 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
   }
   add("ln_f.weight", {C}, 0.0f, true);
   if (cfg.bias) add("ln_f.bias", {C}, 0.0f);
+  // An untied LM head, read only by the classifier's matmul (through the 16-bit copy in mixed
+  // precision), like the blocks' matmul weights.
+  if (!arch.tied_head) {
+    add("lm_head.weight", {Vp, C}, arch.zero_init_proj ? 0.0f : std_base, false, false,
+        /*lowp_only=*/true);
+  }
 }
 
 ParamTable ParamTable::slice(int64_t begin, int64_t end) const {
@@ -89,8 +99,10 @@ int64_t ParamTable::fp32_read_count(int64_t begin, int64_t end) const {
 
 int64_t ParamTable::num_params_for_mfu() const {
   int64_t n = 0;
+  const bool untied = find("lm_head.weight") != nullptr;
   for (const auto& s : specs_) {
-    if (s.name != "wpe.weight") n += s.numel;
+    // Embedding lookups are no FLOPs; the head's matmul is (wte's when tied).
+    if (s.name != "wpe.weight" && !(untied && s.name == "wte.weight")) n += s.numel;
   }
   return n;
 }

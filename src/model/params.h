@@ -1,4 +1,5 @@
-// The parameter table: THE one list of GPT-2's parameters {name, shape, weight decay?, init}.
+// The parameter table: THE one list of the model's parameters {name, shape, weight decay?, init}
+// (GPT-2's, less wpe with rotary positions, plus lm_head.weight with an untied head).
 // It drives allocation (one flat arena, each tensor a slice at `offset`), init, optimizer, weight
 // decay (only tensors with >= 2 dims), checkpoint names (Hugging Face GPT-2 names) and all-reduce.
 // Linear weights are stored (out, in) like nn.Linear; HF's Conv1D files store (in, out): io/
@@ -41,7 +42,8 @@ class ParamTable {
 
   const std::vector<ParamSpec>& specs() const { return specs_; }
   int64_t total_numel() const { return total_; }
-  // nanoGPT's get_num_params(non_embedding=True): all parameters minus the position embedding.
+  // nanoGPT's get_num_params(non_embedding=True): all parameters minus the position embedding
+  // (and minus wte with an untied head: then lm_head is the matmul).
   int64_t num_params_for_mfu() const;
   // Floats of the compact arena of the tensors read in float32 (ParamSpec::fp32_read_offset).
   int64_t fp32_read_numel() const { return fp32_read_total_; }

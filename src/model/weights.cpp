@@ -21,7 +21,7 @@ ModelViews<T> bind(const ParamTable& table, int n_layer, T* arena, WeightLayout 
   };
   ModelViews<T> w;
   w.wte = at("wte.weight");
-  w.wpe = at("wpe.weight");
+  w.wpe = maybe("wpe.weight");
   w.h.resize(n_layer);
   for (int l = 0; l < n_layer; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
@@ -41,6 +41,7 @@ ModelViews<T> bind(const ParamTable& table, int n_layer, T* arena, WeightLayout 
   }
   w.lnfw = at("ln_f.weight");
   w.lnfb = maybe("ln_f.bias");
+  w.head = table.find("lm_head.weight") ? maybe("lm_head.weight") : w.wte;
   return w;
 }
 

@@ -30,10 +30,12 @@ struct BlockViews {
 template <typename T>
 struct ModelViews {
   T* wte = nullptr;              // (Vp, C), also the tied LM head
-  T* wpe = nullptr;              // (maxT, C)
+  T* wpe = nullptr;              // (maxT, C) or null (rotary positions)
   std::vector<BlockViews<T>> h;  // (L)
   T* lnfw = nullptr;             // (C)
   T* lnfb = nullptr;             // (C) or null
+  T* head = nullptr;             // (Vp, C) the LM head: lm_head.weight, or wte when tied (null
+                                 // for an untied head in the float32-read layout: lowp_only)
 };
 
 using BlockWeights = BlockViews<float>;

@@ -7,11 +7,15 @@
 
 namespace nanogpt {
 
-TimeToTarget::TimeToTarget(double target_loss, int64_t eval_interval, int64_t tokens_per_iter)
-    : target_loss_(target_loss), eval_interval_(eval_interval), tokens_per_iter_(tokens_per_iter) {}
+TimeToTarget::TimeToTarget(double target_loss, int64_t eval_interval, int64_t tokens_per_iter,
+                           int64_t eval_from)
+    : target_loss_(target_loss),
+      eval_interval_(eval_interval),
+      eval_from_(eval_from),
+      tokens_per_iter_(tokens_per_iter) {}
 
 bool TimeToTarget::due(int64_t iter, int64_t max_iters) const {
-  return enabled() && (iter % eval_interval_ == 0 || iter == max_iters);
+  return enabled() && ((iter % eval_interval_ == 0 && iter >= eval_from_) || iter == max_iters);
 }
 
 nlohmann::ordered_json TimeToTarget::record(int64_t iter, double loss, double eval_seconds,

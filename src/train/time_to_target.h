@@ -13,10 +13,13 @@ namespace nanogpt {
 class TimeToTarget {
  public:
   TimeToTarget() = default;  // off
-  TimeToTarget(double target_loss, int64_t eval_interval, int64_t tokens_per_iter);
+  // eval_from: no full evaluation before this iteration (but the last).
+  TimeToTarget(double target_loss, int64_t eval_interval, int64_t tokens_per_iter,
+               int64_t eval_from = 0);
 
   bool enabled() const { return target_loss_ > 0; }
-  // A full evaluation is due at every eval_interval-th iteration and at the last one.
+  // A full evaluation is due at every eval_interval-th iteration from eval_from on, and at the
+  // last one.
   bool due(int64_t iter, int64_t max_iters) const;
 
   // Records the full evaluation at `iter` (iter steps done) that took eval_seconds and ended
@@ -48,6 +51,7 @@ class TimeToTarget {
  private:
   double target_loss_ = 0;
   int64_t eval_interval_ = 1;
+  int64_t eval_from_ = 0;
   int64_t tokens_per_iter_ = 0;
   double eval_seconds_total_ = 0;  // every full evaluation so far, resumed runs included
   int64_t evaluations_ = 0;

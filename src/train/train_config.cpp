@@ -29,6 +29,8 @@ void TrainConfig::validate() const {
           "evaluations when target_loss > 0 (e.g. --target_eval_interval=100)",
           target_eval_interval);
   }
+  CHECK(target_eval_from >= 0, "target_eval_from = {}: expected >= 0 (an iteration)",
+        target_eval_from);
   CHECK(!stop_at_target || target_loss > 0,
         "stop_at_target = True with target_loss = {}: there is no target to stop at; set "
         "--target_loss to the validation loss to reach (e.g. --target_loss=1.5) or drop "

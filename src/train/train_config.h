@@ -21,6 +21,7 @@ struct TrainConfig {
   // time to target (train/time_to_target.h)
   double target_loss = 0;
   int64_t target_eval_interval = 100;
+  int64_t target_eval_from = 0;
   bool stop_at_target = false;
   bool always_save_checkpoint = true;
   std::string init_from = "scratch";
@@ -70,6 +71,9 @@ struct TrainConfig {
       "first reached <= target_loss (log and metrics.jsonl); 0 = off");
     v("target_eval_interval", target_eval_interval,
       "with target_loss > 0: iterations between full-validation evaluations (>= 1)");
+    v("target_eval_from", target_eval_from,
+      "with target_loss > 0: no full evaluation before this iteration (but the last): a run that "
+      "cannot be near the target yet spends no time evaluating (0 = from the start)");
     v("stop_at_target", stop_at_target,
       "with target_loss > 0: end the run (saving the checkpoint, as at max_iters) right after "
       "the full evaluation that reaches target_loss");

@@ -305,7 +305,8 @@ class TrainingRun {
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
     tokens_per_iter_ =
         config_.batch_size * config_.model.block_size * config_.gradient_accumulation_steps;
-    target_ = TimeToTarget(config_.target_loss, config_.target_eval_interval, tokens_per_iter_);
+    target_ = TimeToTarget(config_.target_loss, config_.target_eval_interval, tokens_per_iter_,
+                           config_.target_eval_from);
     // A resumed run takes back the full evaluations of the records it kept (rewound above).
     if (target_.enabled() && from == "resume") {
       // [1] = 1: the evaluation at the resumed iteration is among them ([2]: at target), so it is

@@ -171,6 +171,57 @@ TEST_F(CliTest, TrainSampleAndExport) {
   ASSERT_EQ(f.exit_code, 0) << f.output;
 }
 
+// The architecture options end to end: a run with every one of them resumes bit-exactly, its
+// checkpoint records them (sample and estimate need no keys repeated), greedy sampling is the same
+// with and without the KV cache, resuming with another architecture is refused naming the key, and
+// both GPT-2 exports refuse the model, naming what they cannot express, leaving the checkpoint.
+TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) {
+  const std::string modern =
+      std::string(kTiny) +
+      " --norm=rmsnorm --position=rotary --qk_norm=True --activation=relu2 --tie_embeddings=False"
+      " --zero_init_proj=True --logit_softcap=15 --dropout=0.1 --eval_interval=5";
+  RunResult a = run_nanogpt(dir_, "train " + modern + " --max_iters=12 --lr_decay_iters=12 --out_dir=straight");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b1 = run_nanogpt(dir_, "train " + modern + " --max_iters=6 --lr_decay_iters=12 --out_dir=halves");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  RunResult b2 = run_nanogpt(dir_, "train " + modern +
+                                       " --max_iters=12 --lr_decay_iters=12 --out_dir=halves --init_from=resume");
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_EQ(loss_records(dir_ + "/straight/metrics.jsonl"),
+            loss_records(dir_ + "/halves/metrics.jsonl"));
+
+  RunResult g1 = run_nanogpt(dir_,
+                             "sample --out_dir=straight --num_samples=1 --max_new_tokens=40 "
+                             "--temperature=0 --kv_cache=True --start=ROMEO:");
+  RunResult g2 = run_nanogpt(dir_,
+                             "sample --out_dir=straight --num_samples=1 --max_new_tokens=40 "
+                             "--temperature=0 --kv_cache=False --start=ROMEO:");
+  ASSERT_EQ(g1.exit_code, 0) << g1.output;
+  auto text = [](const std::string& s) { return s.substr(0, s.find("---------------")); };
+  EXPECT_EQ(text(g1.output), text(g2.output));
+  EXPECT_NE(g1.output.find("ROMEO:"), std::string::npos) << g1.output;
+
+  RunResult est = run_nanogpt(dir_, "estimate " + modern + " --measure_peak=False");
+  ASSERT_EQ(est.exit_code, 0) << est.output;
+
+  RunResult other = run_nanogpt(dir_, "train " + modern +
+                                          " --norm=layernorm --max_iters=14 --out_dir=straight "
+                                          "--init_from=resume");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.output.find("norm = \"rmsnorm\" (checkpoint) vs \"layernorm\""), std::string::npos)
+      << other.output;
+
+  for (const char* format : {"llmc", "hf"}) {
+    RunResult e = run_nanogpt(dir_, std::string("export --out_dir=straight --format=") + format +
+                                        " --output=straight/exported");
+    EXPECT_NE(e.exit_code, 0) << format;
+    EXPECT_NE(e.output.find("position = 'rotary'"), std::string::npos) << e.output;
+    EXPECT_NE(e.output.find("logit_softcap > 0"), std::string::npos) << e.output;
+    EXPECT_FALSE(fs::exists(dir_ + "/straight/exported")) << format;
+  }
+  EXPECT_TRUE(fs::exists(dir_ + "/straight/ckpt/model.safetensors"));
+}
+
 TEST_F(CliTest, NonFiniteLossStopsAndKeepsTheLastCheckpoint) {
   e2e::expect_non_finite_stop_keeps_checkpoint(
       dir_, std::string(kTiny) + " --eval_interval=4 --out_dir=blowup",

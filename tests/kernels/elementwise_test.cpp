@@ -85,12 +85,12 @@ TEST_P(DropoutTest, MatchesReferenceAndDropsAboutP) {
 
 INSTANTIATE_TEST_SUITE_P(Rates, DropoutTest, ::testing::Values(0.0f, 0.1f, 0.5f));
 
-class GeluTest : public ::testing::TestWithParam<GeluKind> {};
+class GeluTest : public ::testing::TestWithParam<MlpActivation> {};
 
 // On every CPU target this machine runs (the kernel is dispatched; testing::for_each_target).
 TEST_P(GeluTest, MatchesReferenceOnEveryTarget) {
   testing::for_each_target([&](const std::string&) {
-    const GeluKind kind = GetParam();
+    const MlpActivation kind = GetParam();
     const int64_t N = 3001;
     auto x = random_normal(N, 1, 3.0f);  // covers the tails
     x[0] = 0.0f;
@@ -112,13 +112,13 @@ TEST_P(GeluTest, MatchesReferenceOnEveryTarget) {
     // enters with weight <= 0.5 + |x| s (1 + 3c x^2) for tanh, 0.5 for erf (the Gaussian term adds
     // 4 eps |x| phi(x) <= 4 eps); then times |dout| plus rounding of the accumulation 2 eps
     // |result|.
-    const double e_f = kind == GeluKind::kTanh ? 4 * kEps : 1.5e-7 + 4 * kEps;
+    const double e_f = kind == MlpActivation::kTanh ? 4 * kEps : 1.5e-7 + 4 * kEps;
     std::vector<double> tol_f(N), tol_b(N);
     for (int64_t i = 0; i < N; ++i) {
       const double ax = std::fabs(x[i]);
       tol_f[i] = 0.5 * ax * e_f + 4 * kEps * std::fabs(want[i]) + 1e-30;
       const double w =
-          kind == GeluKind::kTanh ? 0.5 + ax * 0.7978845608 * (1 + 3 * 0.044715 * ax * ax) : 0.5;
+          kind == MlpActivation::kTanh ? 0.5 + ax * 0.7978845608 * (1 + 3 * 0.044715 * ax * ax) : 0.5;
       tol_b[i] = std::fabs(dout[i]) * (w * e_f + 4 * kEps * (1 + ax)) +
                  2 * kEps * (std::fabs(dinp_r[i]) + std::fabs(dinp0[i])) + 1e-30;
     }
@@ -133,7 +133,7 @@ TEST_P(GeluTest, MatchesReferenceOnEveryTarget) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, GeluTest, ::testing::Values(GeluKind::kTanh, GeluKind::kExact));
+INSTANTIATE_TEST_SUITE_P(Kinds, GeluTest, ::testing::Values(MlpActivation::kTanh, MlpActivation::kExact));
 
 }  // namespace
 }  // namespace nanogpt

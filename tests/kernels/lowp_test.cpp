@@ -323,7 +323,7 @@ TEST_P(LowpOpsTest, GeluForwardAndBackward) {
     const DType t = GetParam();
     KernelContext ctx;
     const int64_t N = 5000;  // several conversion blocks and a tail
-    for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
+    for (MlpActivation kind : {MlpActivation::kTanh, MlpActivation::kExact}) {
       Lowp x(random_normal(N, 1, 3.0f), t);
       std::vector<float> y32(N), y32_r(N);
       cpu::gelu_forward(ctx, TypedPtr(y32.data()), x.ptr(), N, kind);
@@ -368,7 +368,7 @@ TEST(LowpGeluTest, Bf16TablesGiveTheFloat32KernelsBitsForEveryInput) {
       x.bits[i] = static_cast<uint16_t>(i);
       x.f32[i] = bf16_to_float(x.bits[i]);
     }
-    for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
+    for (MlpActivation kind : {MlpActivation::kTanh, MlpActivation::kExact}) {
       std::vector<float> y32(N);
       cpu::gelu_forward(y32.data(), x.f32.data(), N, kind);
       Lowp y(size_t(N), DType::kBF16);

@@ -45,7 +45,7 @@ std::vector<double> sum_tolerance(const std::vector<float>& S, const std::vector
 // (dtype, N, C, OC, gelu kind). In the forward, OC is the wide side (blocks of (rows, OC)); in the
 // backward the op is the MLP's projection: pre (N, C) wide, dout (N, OC).
 class MlpFusedTest
-    : public ::testing::TestWithParam<std::tuple<DType, int, int, int, GeluKind>> {};
+    : public ::testing::TestWithParam<std::tuple<DType, int, int, int, MlpActivation>> {};
 
 TEST_P(MlpFusedTest, ForwardMatchesMatmulThenGelu) {
   const auto [t, N, C, OC, kind] = GetParam();
@@ -119,15 +119,15 @@ TEST_P(MlpFusedTest, BackwardMatchesGeluMatmulAndGeluBackward) {
 // 4M / width rows.
 INSTANTIATE_TEST_SUITE_P(
     Shapes, MlpFusedTest,
-    ::testing::Values(std::make_tuple(DType::kF32, 600, 16, 2048, GeluKind::kTanh),
-                      std::make_tuple(DType::kF32, 768, 128, 512, GeluKind::kTanh),
-                      std::make_tuple(DType::kF32, 2100, 24, 2048, GeluKind::kExact),
-                      std::make_tuple(DType::kF32, 37, 24, 96, GeluKind::kExact),
-                      std::make_tuple(DType::kF32, 1, 8, 64, GeluKind::kTanh),
-                      std::make_tuple(DType::kBF16, 600, 16, 2048, GeluKind::kTanh),
-                      std::make_tuple(DType::kBF16, 37, 24, 96, GeluKind::kExact),
-                      std::make_tuple(DType::kF16, 2100, 16, 2048, GeluKind::kTanh),
-                      std::make_tuple(DType::kF16, 37, 24, 96, GeluKind::kTanh)));
+    ::testing::Values(std::make_tuple(DType::kF32, 600, 16, 2048, MlpActivation::kTanh),
+                      std::make_tuple(DType::kF32, 768, 128, 512, MlpActivation::kTanh),
+                      std::make_tuple(DType::kF32, 2100, 24, 2048, MlpActivation::kExact),
+                      std::make_tuple(DType::kF32, 37, 24, 96, MlpActivation::kExact),
+                      std::make_tuple(DType::kF32, 1, 8, 64, MlpActivation::kTanh),
+                      std::make_tuple(DType::kBF16, 600, 16, 2048, MlpActivation::kTanh),
+                      std::make_tuple(DType::kBF16, 37, 24, 96, MlpActivation::kExact),
+                      std::make_tuple(DType::kF16, 2100, 16, 2048, MlpActivation::kTanh),
+                      std::make_tuple(DType::kF16, 37, 24, 96, MlpActivation::kTanh)));
 
 // Which fused MLP ops run as one small_gemm region (and so are taken by fused=True even with
 // fused_mlp off): float32 at small_gemm's shapes only.
@@ -144,9 +144,9 @@ TEST(MlpFusedTest, OneRegionForSmallFloat32Shapes) {
 // on top of the sums' (K + 2) u32 S.
 TEST(MlpFusedTest, Float32MatchesScalarReference) {
   const int N = 300, C = 16, OC = 2048;  // forward: two blocks and a tail
-  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
+  for (MlpActivation kind : {MlpActivation::kTanh, MlpActivation::kExact}) {
     KernelContext ctx;
-    const double e_f = kind == GeluKind::kTanh ? 4 * kEps : 1.5e-7 + 4 * kEps;
+    const double e_f = kind == MlpActivation::kTanh ? 4 * kEps : 1.5e-7 + 4 * kEps;
     const auto x = random_normal(size_t(N) * C, 1), w = random_normal(size_t(OC) * C, 2, 0.3f);
     const auto b = random_normal(OC, 3, 0.5f);
     std::vector<float> fch(size_t(N) * OC), act(fch.size()), fch_r(fch.size()), act_r(fch.size());
@@ -183,7 +183,7 @@ TEST(MlpFusedTest, Float32MatchesScalarReference) {
     for (size_t i = 0; i < tol_d.size(); ++i) {
       const double a = std::fabs(fch_r[i]);
       const double wgt =
-          kind == GeluKind::kTanh ? 0.5 + a * 0.7978845608 * (1 + 3 * 0.044715 * a * a) : 0.5;
+          kind == MlpActivation::kTanh ? 0.5 + a * 0.7978845608 * (1 + 3 * 0.044715 * a * a) : 0.5;
       // |gelu'| times the sum's error, plus |d(gelu)| <= Sd times gelu''s error.
       tol_d[i] = kGeluSlope * double(C2 + 2) * kUnitRoundoffF32 * Sd[i] +
                  Sd[i] * (wgt * e_f + 4 * kEps * (1 + a)) + 2 * kEps * std::fabs(dpre_r[i]) + 1e-30;

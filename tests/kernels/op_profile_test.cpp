@@ -95,7 +95,7 @@ TEST(OpProfile, BackendChargesOpsToTheirClassOnlyWhenAttached) {
   EXPECT_FLOAT_EQ(y[0], 0.5f * 0.25f * C);
   ops.as(OpClass::kClassifier)
       .matmul_backward(dx.data(), dw.data(), nullptr, dy.data(), x.data(), w.data(), N, C, OC);
-  ops.gelu_forward(y.data(), y.data(), N * OC, GeluKind::kTanh);
+  ops.gelu_forward(y.data(), y.data(), N * OC, MlpActivation::kTanh);
   EXPECT_EQ(p.stats(OpClass::kMatmul).calls, 1);
   EXPECT_DOUBLE_EQ(p.stats(OpClass::kMatmul).flops, 2.0 * N * C * OC);
   EXPECT_EQ(p.stats(OpClass::kClassifier).calls, 1);

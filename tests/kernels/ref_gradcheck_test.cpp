@@ -79,8 +79,8 @@ Vd layernorm_d(const Vd& x, const Vd& w, const Vd* b, int N, int C) {
   return out;
 }
 
-double gelu_d(double x, GeluKind kind) {
-  if (kind == GeluKind::kExact) return 0.5 * x * (1 + std::erf(x / std::numbers::sqrt2));
+double gelu_d(double x, MlpActivation kind) {
+  if (kind == MlpActivation::kExact) return 0.5 * x * (1 + std::erf(x / std::numbers::sqrt2));
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
 }
 
@@ -155,10 +155,10 @@ TEST_P(LayerNormGrad, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Bias, LayerNormGrad, ::testing::Bool());
 
-class GeluGrad : public ::testing::TestWithParam<GeluKind> {};
+class GeluGrad : public ::testing::TestWithParam<MlpActivation> {};
 
 TEST_P(GeluGrad, MatchesFiniteDifferences) {
-  const GeluKind kind = GetParam();
+  const MlpActivation kind = GetParam();
   const int N = 41;
   const auto xf = random_normal(N, 1, 2.5f), dout = random_normal(N, 2);
   auto dx = filled(N);
@@ -176,7 +176,7 @@ TEST_P(GeluGrad, MatchesFiniteDifferences) {
   for (int i = 0; i < N; ++i) EXPECT_NEAR(out[i], gelu_d(x[i], kind), 1e-6 * (1 + std::fabs(x[i])));
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, GeluGrad, ::testing::Values(GeluKind::kTanh, GeluKind::kExact));
+INSTANTIATE_TEST_SUITE_P(Kinds, GeluGrad, ::testing::Values(MlpActivation::kTanh, MlpActivation::kExact));
 
 class AttentionGrad : public ::testing::TestWithParam<float> {};
 
@@ -248,10 +248,10 @@ TEST(MatmulGrad, MatchesFiniteDifferences) {
 
 // The fused MLP backward (ops_lowp.h: out = gelu(pre) . W^T + b), ref and cpu: dweight and dbias
 // accumulate (pre-filled with G0), dpre is OVERWRITTEN (pre-filled with garbage that must vanish).
-class GeluMatmulGrad : public ::testing::TestWithParam<GeluKind> {};
+class GeluMatmulGrad : public ::testing::TestWithParam<MlpActivation> {};
 
 TEST_P(GeluMatmulGrad, MatchesFiniteDifferences) {
-  const GeluKind kind = GetParam();
+  const MlpActivation kind = GetParam();
   const int N = 3, C = 6, OC = 4;  // pre (N, C), W (OC, C), out (N, OC)
   const auto pf = random_normal(N * C, 1, 2.0f), wf = random_normal(OC * C, 2),
              bf = random_normal(OC, 3), dout = random_normal(N * OC, 4);
@@ -287,7 +287,7 @@ TEST_P(GeluMatmulGrad, MatchesFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GeluMatmulGrad,
-                         ::testing::Values(GeluKind::kTanh, GeluKind::kExact));
+                         ::testing::Values(MlpActivation::kTanh, MlpActivation::kExact));
 
 TEST(LinearOpsGrad, EncoderResidualDropoutMatchFiniteDifferences) {
   const int B = 2, T = 3, C = 4, V = 3;

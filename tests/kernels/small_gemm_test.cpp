@@ -110,8 +110,8 @@ TEST_P(SmallGemmTest, GeluFusedMatchesTheUnfusedOpsBitForBit) {
     const auto b = random_normal(OC, 23);
     const auto dout = random_normal(size_t(N) * OC, 24);  // (N,OC)
     const auto dw0 = random_normal(size_t(OC) * C, 25);
-    for (const GeluKind kind : {GeluKind::kTanh, GeluKind::kExact}) {
-      const char* name = kind == GeluKind::kTanh ? "tanh" : "exact";
+    for (const MlpActivation kind : {MlpActivation::kTanh, MlpActivation::kExact}) {
+      const char* name = kind == MlpActivation::kTanh ? "tanh" : "exact";
       std::vector<float> out(size_t(N) * OC, NAN), act(out.size(), NAN);
       cpu::small_gemm_gelu_forward(out.data(), act.data(), inp.data(), w.data(), b.data(), N, C, OC,
                                    kind);
@@ -171,9 +171,9 @@ TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
       // The GELU-fused forms: (N, C) x (C, OC) then the backward of gelu (N, C) x (C, OC).
       std::vector<float> act(out.size()), dpre(size_t(N) * C);
       cpu::small_gemm_gelu_forward(out.data(), act.data(), inp.data(), w.data(), b.data(), N, C, OC,
-                                   GeluKind::kTanh);
+                                   MlpActivation::kTanh);
       cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), nullptr, dout.data(), inp.data(),
-                                    w.data(), N, C, OC, GeluKind::kTanh);
+                                    w.data(), N, C, OC, MlpActivation::kTanh);
       if (threads == 1) {
         out0 = out, dinp0 = dinp, dw0 = dw, act0 = act, dpre0 = dpre, db0 = db;
       } else {

@@ -83,6 +83,18 @@ class TorchFixture {
     c.bias = meta("bias") == "True";
     c.gelu = meta("gelu");
     c.dropout = 0.0;
+    // The architecture options (make_modern_fixture.py); absent in GPT-2's fixtures.
+    auto opt = [&](const std::string& key) -> const std::string* {
+      auto it = meta_.find(key);
+      return it == meta_.end() ? nullptr : &it->second;
+    };
+    if (auto* v = opt("norm")) c.norm = *v;
+    if (auto* v = opt("position")) c.position = *v;
+    if (auto* v = opt("rope_theta")) c.rope_theta = std::stod(*v);
+    if (auto* v = opt("qk_norm")) c.qk_norm = *v == "True";
+    if (auto* v = opt("activation")) c.activation = *v;
+    if (auto* v = opt("tie_embeddings")) c.tie_embeddings = *v == "True";
+    if (auto* v = opt("logit_softcap")) c.logit_softcap = std::stod(*v);
     return c;
   }
 

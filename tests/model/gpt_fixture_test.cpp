@@ -1,6 +1,7 @@
 // Whole-model tests against the PyTorch reference (tests/fixtures/torch/make_fixture.py, float64):
 // logits, loss, every parameter gradient, and a 10-step AdamW + grad-clip loss trajectory, for the
-// model with biases and without.
+// model with biases and without, and for the model with every architecture option on
+// (make_modern_fixture.py: RMSNorm, rotary, QK-norm, ReLU², untied head, soft-capped logits).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -126,11 +127,12 @@ TEST_P(GptFixtureTest, TenStepAdamWTrajectoryMatchesTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Torch, GptFixtureTest,
                          ::testing::Values("gpt2_tiny_bias.safetensors",
-                                           "gpt2_tiny_nobias.safetensors"),
+                                           "gpt2_tiny_nobias.safetensors",
+                                           "gpt_modern_tiny.safetensors"),
                          [](const auto& info) {
-                           return std::string(info.param).find("nobias") != std::string::npos
-                                      ? "NoBias"
-                                      : "Bias";
+                           const std::string name(info.param);
+                           if (name.find("modern") != std::string::npos) return "Modern";
+                           return name.find("nobias") != std::string::npos ? "NoBias" : "Bias";
                          });
 
 }  // namespace

@@ -25,6 +25,12 @@ TEST(TimeToTarget, DueEveryIntervalAndAtTheLastIteration) {
   EXPECT_TRUE(t.due(8, 10));
   EXPECT_FALSE(t.due(9, 10));
   EXPECT_TRUE(t.due(10, 10));  // the last iteration, off the interval
+  const TimeToTarget late(1.5, 4, 100, /*eval_from=*/6);
+  EXPECT_FALSE(late.due(0, 10));
+  EXPECT_FALSE(late.due(4, 10));
+  EXPECT_TRUE(late.due(8, 10));
+  EXPECT_TRUE(late.due(10, 10));
+  EXPECT_TRUE(TimeToTarget(1.5, 4, 100, 50).due(10, 10));  // the last one even before eval_from
 }
 
 TEST(TimeToTarget, TheFirstEvaluationAtOrBelowTheTargetIsTheResult) {

@@ -78,10 +78,11 @@ struct KernelContext::Impl {
     if (scratch[slot].size() < n) scratch[slot].resize(n);
     return scratch[slot].data();
   }
-  // GELU of every bf16 value (index: its bits), per GeluKind (0 tanh, 1 exact), built on first use
+  // The MLP activation of every bf16 value (index: its bits), per MlpActivation (0 GELU tanh, 1 GELU
+  // exact, 2 ReLU²), built on first use
   // by lowp_elementwise.cpp: the rounded output and the float derivative.
-  std::vector<uint16_t> gelu_bf16[2];
-  std::vector<float> gelu_grad_bf16[2];
+  std::vector<uint16_t> gelu_bf16[3];
+  std::vector<float> gelu_grad_bf16[3];
   // The weights of the running matmul in its blocked layout (CachedMatmul::pack), 64-byte aligned;
   // grows on demand, reused by every packed matmul.
   struct FreeAligned {

@@ -20,6 +20,10 @@ void EncoderForward(float* out, const int* inp, const float* wte, const float* w
                     int C) {
 #pragma omp parallel for schedule(static) if (worth_parallel(int64_t{3} * B * T * C))
   for (int64_t bt = 0; bt < static_cast<int64_t>(B) * T; ++bt) {
+    if (!wpe) {  // no position embedding (rotary positions): the token row alone
+      std::copy_n(wte + static_cast<int64_t>(inp[bt]) * C, C, out + bt * C);
+      continue;
+    }
     add_span(out + bt * C,                             // (C)
              wte + static_cast<int64_t>(inp[bt]) * C,  // (C) token row
              wpe + (bt % T) * C, C);                   // (C) position row
@@ -37,8 +41,14 @@ void EncoderBackward(float* dwte, float* dwpe, const float* dout, const int* inp
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < T; ++t) {
         const int64_t bt = static_cast<int64_t>(b) * T + t;
-        accumulate_twice_span(dwte + static_cast<int64_t>(inp[bt]) * C + c0,
-                              dwpe + static_cast<int64_t>(t) * C + c0, dout + bt * C + c0, c1 - c0);
+        float* de = dwte + static_cast<int64_t>(inp[bt]) * C + c0;  // (c1 - c0)
+        const float* g = dout + bt * C + c0;
+        if (dwpe) {
+          accumulate_twice_span(de, dwpe + static_cast<int64_t>(t) * C + c0, g, c1 - c0);
+        } else {
+#pragma omp simd
+          for (int c = 0; c < c1 - c0; ++c) de[c] += g[c];
+        }
       }
     }
   }

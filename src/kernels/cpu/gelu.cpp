@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kBlock = 4096;  // elements per parallel block (a multiple of the vector width)
 
 template <bool kAccumulate>
-void backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+void backward(float* dinp, const float* inp, const float* dout, int64_t N, MlpActivation kind) {
   const int64_t blocks = (N + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
   for (int64_t k = 0; k < blocks; ++k) {
@@ -32,7 +32,7 @@ void backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluK
 }
 }  // namespace
 
-void GeluForward(float* out, const float* inp, int64_t N, GeluKind kind) {
+void GeluForward(float* out, const float* inp, int64_t N, MlpActivation kind) {
   const int64_t blocks = (N + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (worth_parallel(2 * N))
   for (int64_t k = 0; k < blocks; ++k) {
@@ -41,12 +41,12 @@ void GeluForward(float* out, const float* inp, int64_t N, GeluKind kind) {
   }
 }
 
-void GeluBackward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+void GeluBackward(float* dinp, const float* inp, const float* dout, int64_t N, MlpActivation kind) {
   backward<true>(dinp, inp, dout, N, kind);
 }
 
 void GeluBackwardOverwrite(float* dinp, const float* inp, const float* dout, int64_t N,
-                           GeluKind kind) {
+                           MlpActivation kind) {
   backward<false>(dinp, inp, dout, N, kind);
 }
 
@@ -60,16 +60,16 @@ HWY_EXPORT(GeluForward);
 HWY_EXPORT(GeluBackward);
 HWY_EXPORT(GeluBackwardOverwrite);
 
-void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind) {
+void gelu_forward(float* out, const float* inp, int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluForward)(out, inp, N, kind);
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluBackward)(dinp, inp, dout, N, kind);
 }
 
 void gelu_backward_overwrite(float* dinp, const float* inp, const float* dout, int64_t N,
-                             GeluKind kind) {
+                             MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluBackwardOverwrite)(dinp, inp, dout, N, kind);
 }
 

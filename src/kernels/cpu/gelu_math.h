@@ -1,4 +1,5 @@
-// GELU of one float and its derivative (tanh approximation and exact erf form), with the
+// The MLP activation of one float and its derivative: GELU (tanh approximation and exact erf form)
+// and ReLU² (relu(x)^2, derivative 2 relu(x)), with the
 // vectorizable exp/tanh/erf of vec_math.h: the element code of the float32 GELU kernels (gelu.cpp)
 // and of the 16-bit ones that widen a block at a time (lowp_elementwise.cpp), so both compute the
 // same floats.
@@ -37,8 +38,14 @@ constexpr float kCubic = 0.044715f;
 // out (n) = gelu(inp); dinp (n) += dout * gelu'(inp) (= with kAccumulate false). Serial: the
 // callers parallelize.
 [[gnu::always_inline]] inline void forward_serial(float* out, const float* inp, int64_t n,
-                                                  GeluKind kind) {
-  if (kind == GeluKind::kTanh) {
+                                                  MlpActivation kind) {
+  if (kind == MlpActivation::kRelu2) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float r = inp[i] > 0.0f ? inp[i] : 0.0f;
+      out[i] = r * r;
+    }
+  } else if (kind == MlpActivation::kTanh) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(inp[i]);
   } else {
@@ -48,8 +55,14 @@ constexpr float kCubic = 0.044715f;
 }
 template <bool kAccumulate = true>
 [[gnu::always_inline]] inline void backward_serial(float* dinp, const float* inp, const float* dout,
-                                                   int64_t n, GeluKind kind) {
-  if (kind == GeluKind::kTanh) {
+                                                   int64_t n, MlpActivation kind) {
+  if (kind == MlpActivation::kRelu2) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = dout[i] * (inp[i] > 0.0f ? 2.0f * inp[i] : 0.0f);
+      dinp[i] = kAccumulate ? dinp[i] + g : g;
+    }
+  } else if (kind == MlpActivation::kTanh) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float g = dout[i] * gelu_tanh_grad(inp[i]);

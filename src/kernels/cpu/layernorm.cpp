@@ -30,11 +30,14 @@ namespace nanogpt::cpu::HWY_NAMESPACE {
 namespace {
 
 // o (C) = (x - mean) * rstd * weight + bias (bias nullable); *mean, *rstd of x (C), eps 1e-5.
+// RMSNorm: mean 0 (no centering), so rstd is 1 / root mean square.
 HWY_NOINLINE void layernorm_row(float* o, float* mean, float* rstd, const float* x,
-                                const float* weight, const float* bias, int C) {
+                                const float* weight, const float* bias, int C, NormKind norm) {
   float sum = 0;
+  if (norm == NormKind::kLayerNorm) {
 #pragma omp simd reduction(+ : sum)
-  for (int c = 0; c < C; ++c) sum += x[c];
+    for (int c = 0; c < C; ++c) sum += x[c];
+  }
   const float m = sum / C;
   float var = 0;
 #pragma omp simd reduction(+ : var)
@@ -58,7 +61,7 @@ HWY_NOINLINE void layernorm_row(float* o, float* mean, float* rstd, const float*
 template <class DoutRow>
 void layernorm_backward_rows(float* dinp, float* dweight, float* dbias, DoutRow dout_row,
                              const float* inp, const float* weight, const float* mean,
-                             const float* rstd, int64_t N, int C) {
+                             const float* rstd, int64_t N, int C, NormKind norm) {
   // The rows are cut into one static part per available thread (as OpenMP's static schedule cuts
   // them), each part summing its own dweight/dbias partial; the partials are added in part order.
   // The partition depends only on the thread count, not on whether the parts run in parallel
@@ -88,7 +91,7 @@ void layernorm_backward_rows(float* dinp, float* dweight, float* dbias, DoutRow 
         pw[c] += d[c] * xhat;
         pb[c] += d[c];
       }
-      const float g_mean = g_sum / C, gx_mean = gx_sum / C;
+      const float g_mean = norm == NormKind::kLayerNorm ? g_sum / C : 0.0f, gx_mean = gx_sum / C;
       if (dinp) {
         float* di = dinp + n * C;
 #pragma omp simd
@@ -115,10 +118,10 @@ void layernorm_backward_rows(float* dinp, float* dweight, float* dbias, DoutRow 
 }  // namespace
 
 void LayernormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                      const float* bias, int64_t N, int C) {
+                      const float* bias, int64_t N, int C, NormKind norm) {
 #pragma omp parallel for schedule(static) if (worth_parallel(2 * N * C))
   for (int64_t n = 0; n < N; ++n) {
-    layernorm_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
+    layernorm_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C, norm);
   }
 }
 
@@ -126,33 +129,33 @@ void LayernormForward(float* out, float* mean, float* rstd, const float* inp, co
 // while it is in cache and normalized right away (one parallel region, one read of a and b).
 void ResidualLayernormForward(float* res, float* out, float* mean, float* rstd, const float* a,
                               const float* b, const float* weight, const float* bias, int64_t N,
-                              int C) {
+                              int C, NormKind norm) {
 #pragma omp parallel for schedule(static) if (worth_parallel(4 * N * C))
   for (int64_t n = 0; n < N; ++n) {
     float* r = res + n * C;
 #pragma omp simd
     for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
-    layernorm_row(out + n * C, mean + n, rstd + n, r, weight, bias, C);
+    layernorm_row(out + n * C, mean + n, rstd + n, r, weight, bias, C, norm);
   }
 }
 
 void LayernormBackward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, const float* mean, const float* rstd,
-                       int64_t N, int C) {
+                       int64_t N, int C, NormKind norm) {
   layernorm_backward_rows(
       dinp, dweight, dbias, [dout, C](int64_t n, float*) { return dout + n * C; }, inp, weight,
-      mean, rstd, N, C);
+      mean, rstd, N, C, norm);
 }
 
 void LayernormForwardTyped(TypedPtr out, float* mean, float* rstd, const float* inp,
-                           const float* weight, const float* bias, int64_t N, int C) {
-  if (float* o = out.f32()) return LayernormForward(o, mean, rstd, inp, weight, bias, N, C);
+                           const float* weight, const float* bias, int64_t N, int C, NormKind norm) {
+  if (float* o = out.f32()) return LayernormForward(o, mean, rstd, inp, weight, bias, N, C, norm);
 #pragma omp parallel if (worth_parallel(2 * N * C))
   {
     std::vector<float> row(static_cast<size_t>(C));  // one normalized row before rounding
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
-      layernorm_row(row.data(), mean + n, rstd + n, inp + n * C, weight, bias, C);
+      layernorm_row(row.data(), mean + n, rstd + n, inp + n * C, weight, bias, C, norm);
       narrow(out.at(n * C), row.data(), C);
     }
   }
@@ -160,9 +163,9 @@ void LayernormForwardTyped(TypedPtr out, float* mean, float* rstd, const float* 
 
 void ResidualLayernormForwardTyped(float* res, TypedPtr out, float* mean, float* rstd,
                                    const float* a, const float* b, const float* weight,
-                                   const float* bias, int64_t N, int C) {
+                                   const float* bias, int64_t N, int C, NormKind norm) {
   if (float* o = out.f32()) {
-    return ResidualLayernormForward(res, o, mean, rstd, a, b, weight, bias, N, C);
+    return ResidualLayernormForward(res, o, mean, rstd, a, b, weight, bias, N, C, norm);
   }
 #pragma omp parallel if (worth_parallel(4 * N * C))
   {
@@ -172,7 +175,7 @@ void ResidualLayernormForwardTyped(float* res, TypedPtr out, float* mean, float*
       float* r = res + n * C;  // (C) float32 residual stream
 #pragma omp simd
       for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
-      layernorm_row(row.data(), mean + n, rstd + n, r, weight, bias, C);
+      layernorm_row(row.data(), mean + n, rstd + n, r, weight, bias, C, norm);
       narrow(out.at(n * C), row.data(), C);
     }
   }
@@ -180,9 +183,9 @@ void ResidualLayernormForwardTyped(float* res, TypedPtr out, float* mean, float*
 
 void LayernormBackwardTyped(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                             const float* inp, const float* weight, const float* mean,
-                            const float* rstd, int64_t N, int C) {
+                            const float* rstd, int64_t N, int C, NormKind norm) {
   if (const float* d = dout.f32()) {
-    return LayernormBackward(dinp, dweight, dbias, d, inp, weight, mean, rstd, N, C);
+    return LayernormBackward(dinp, dweight, dbias, d, inp, weight, mean, rstd, N, C, norm);
   }
   layernorm_backward_rows(
       dinp, dweight, dbias,
@@ -190,7 +193,7 @@ void LayernormBackwardTyped(float* dinp, float* dweight, float* dbias, ConstType
         widen(buf, dout.at(n * C), C);
         return static_cast<const float*>(buf);
       },
-      inp, weight, mean, rstd, N, C);
+      inp, weight, mean, rstd, N, C, norm);
 }
 
 }  // namespace nanogpt::cpu::HWY_NAMESPACE
@@ -207,40 +210,40 @@ HWY_EXPORT(ResidualLayernormForwardTyped);
 HWY_EXPORT(LayernormBackwardTyped);
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int64_t N, int C) {
-  HWY_DYNAMIC_DISPATCH(LayernormForward)(out, mean, rstd, inp, weight, bias, N, C);
+                       const float* bias, int64_t N, int C, NormKind norm) {
+  HWY_DYNAMIC_DISPATCH(LayernormForward)(out, mean, rstd, inp, weight, bias, N, C, norm);
 }
 
 void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
                                 const float* b, const float* weight, const float* bias, int64_t N,
-                                int C) {
-  HWY_DYNAMIC_DISPATCH(ResidualLayernormForward)(res, out, mean, rstd, a, b, weight, bias, N, C);
+                                int C, NormKind norm) {
+  HWY_DYNAMIC_DISPATCH(ResidualLayernormForward)(res, out, mean, rstd, a, b, weight, bias, N, C, norm);
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
-                        int64_t N, int C) {
+                        int64_t N, int C, NormKind norm) {
   HWY_DYNAMIC_DISPATCH(LayernormBackward)
-  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
 }
 
 void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int64_t N, int C) {
-  HWY_DYNAMIC_DISPATCH(LayernormForwardTyped)(out, mean, rstd, inp, weight, bias, N, C);
+                       const float* weight, const float* bias, int64_t N, int C, NormKind norm) {
+  HWY_DYNAMIC_DISPATCH(LayernormForwardTyped)(out, mean, rstd, inp, weight, bias, N, C, norm);
 }
 
 void residual_layernorm_forward(KernelContext&, float* res, TypedPtr out, float* mean, float* rstd,
                                 const float* a, const float* b, const float* weight,
-                                const float* bias, int64_t N, int C) {
+                                const float* bias, int64_t N, int C, NormKind norm) {
   HWY_DYNAMIC_DISPATCH(ResidualLayernormForwardTyped)
-  (res, out, mean, rstd, a, b, weight, bias, N, C);
+  (res, out, mean, rstd, a, b, weight, bias, N, C, norm);
 }
 
 void layernorm_backward(KernelContext&, float* dinp, float* dweight, float* dbias,
                         ConstTypedPtr dout, const float* inp, const float* weight,
-                        const float* mean, const float* rstd, int64_t N, int C) {
+                        const float* mean, const float* rstd, int64_t N, int C, NormKind norm) {
   HWY_DYNAMIC_DISPATCH(LayernormBackwardTyped)
-  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
 }
 
 }  // namespace nanogpt::cpu

@@ -33,8 +33,8 @@ struct GeluTables {
   const uint16_t* out;  // (65536) bf16 bits of gelu(x)
   const float* grad;    // (65536) gelu'(x)
 };
-GeluTables gelu_tables(KernelContext::Impl& impl, GeluKind kind) {
-  const int k = kind == GeluKind::kTanh ? 0 : 1;
+GeluTables gelu_tables(KernelContext::Impl& impl, MlpActivation kind) {
+  const int k = static_cast<int>(kind);  // MlpActivation's order: tanh, exact, relu2
   auto& out = impl.gelu_bf16[k];
   auto& grad = impl.gelu_grad_bf16[k];
   if (out.empty()) {
@@ -86,7 +86,7 @@ uint16_t* bf16_bits(TypedPtr p) { return static_cast<uint16_t*>(p.data); }
 }  // namespace
 
 void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N,
-                     GeluKind kind) {
+                     MlpActivation kind) {
   if (out.f32() && inp.f32()) return cpu::gelu_forward(out.f32(), inp.f32(), N, kind);
   if (out.dtype == DType::kBF16 && inp.dtype == DType::kBF16) {
     const GeluTables tables = gelu_tables(ctx.impl(), kind);
@@ -110,7 +110,7 @@ void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_
 }
 
 void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
-                      int64_t N, GeluKind kind) {
+                      int64_t N, MlpActivation kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
@@ -131,7 +131,7 @@ void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, Cons
 }
 
 void GeluBackwardOverwriteLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
-                               ConstTypedPtr dout, int64_t N, GeluKind kind) {
+                               ConstTypedPtr dout, int64_t N, MlpActivation kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
@@ -168,17 +168,17 @@ HWY_EXPORT(GeluForwardLowp);
 HWY_EXPORT(GeluBackwardLowp);
 HWY_EXPORT(GeluBackwardOverwriteLowp);
 
-void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
+void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluForwardLowp)(ctx, out, inp, N, kind);
 }
 
 void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
-                   int64_t N, GeluKind kind) {
+                   int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluBackwardLowp)(ctx, dinp, inp, dout, N, kind);
 }
 
 void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
-                             ConstTypedPtr dout, int64_t N, GeluKind kind) {
+                             ConstTypedPtr dout, int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluBackwardOverwriteLowp)(ctx, dinp, inp, dout, N, kind);
 }
 

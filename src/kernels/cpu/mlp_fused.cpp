@@ -75,7 +75,7 @@ void backward_data_set(KernelContext& ctx, bool native_path, TypedPtr dinp, Cons
 // thread) into a zeroed float block, so the values are those of the unfused accumulation into a
 // zeroed dpre.
 void gelu_backward_set(TypedPtr dpre, ConstTypedPtr pre, ConstTypedPtr dact, int64_t n,
-                       GeluKind kind) {
+                       MlpActivation kind) {
   const int64_t blocks = (n + kEpilogueBlock - 1) / kEpilogueBlock;
   if (dpre.f32() && pre.f32() && dact.f32()) {
     float* d = dpre.f32();
@@ -110,7 +110,7 @@ bool mlp_fusion_one_region(DType dtype, int64_t N, int C, int OC) {
 
 void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
                          ConstTypedPtr weight, const float* bias, int64_t N, int C, int OC,
-                         GeluKind kind) {
+                         MlpActivation kind) {
   CHECK(N > 0 && C > 0 && OC > 0,
         "matmul_gelu_forward: sizes must be positive, got N={} C={} OC={}", N, C, OC);
   if (all_f32({fch.dtype, fch_gelu.dtype, inp.dtype, weight.dtype}) &&
@@ -129,7 +129,7 @@ void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, Co
 
 void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, float* dbias,
                           ConstTypedPtr dout, ConstTypedPtr pre, ConstTypedPtr weight, int64_t N,
-                          int C, int OC, GeluKind kind) {
+                          int C, int OC, MlpActivation kind) {
   CHECK(N > 0 && C > 0 && OC > 0,
         "gelu_matmul_backward: sizes must be positive, got N={} C={} OC={}", N, C, OC);
   auto& impl = ctx.impl();

@@ -135,7 +135,7 @@ void SmallGemmForward(float* out, const float* inp, const float* weight, const f
 }
 
 void SmallGemmGeluForward(float* out, float* act, const float* inp, const float* weight,
-                          const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+                          const float* bias, int64_t N, int C, int OC, MlpActivation kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
              [&](float* o, int64_t r, int rows, int64_t w, int pw) {
@@ -177,7 +177,7 @@ void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float*
 
 void SmallGemmGeluBackward(float* dpre, float* dweight, float* dbias, const float* dout,
                            const float* pre, const float* weight, int64_t N, int C, int OC,
-                           GeluKind kind) {
+                           MlpActivation kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
     column_sums(dbias, dout, N, OC, thread_share(OC));
@@ -229,7 +229,7 @@ void small_gemm_forward(float* out, const float* inp, const float* weight, const
 }
 
 void small_gemm_gelu_forward(float* out, float* act, const float* inp, const float* weight,
-                             const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+                             const float* bias, int64_t N, int C, int OC, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(SmallGemmGeluForward)(out, act, inp, weight, bias, N, C, OC, kind);
 }
 
@@ -242,7 +242,7 @@ void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, floa
 
 void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
                               const float* pre, const float* weight, int64_t N, int C, int OC,
-                              GeluKind kind) {
+                              MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(SmallGemmGeluBackward)
   (dpre, dweight, dbias, dout, pre, weight, N, C, OC, kind);
 }

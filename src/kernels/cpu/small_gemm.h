@@ -25,7 +25,7 @@ void small_gemm_forward(float* out, const float* inp, const float* weight, const
 // ops_lowp.h's matmul_gelu_forward): the values of small_gemm_forward then gelu_forward, bit for
 // bit.
 void small_gemm_gelu_forward(float* out, float* act, const float* inp, const float* weight,
-                             const float* bias, int64_t N, int C, int OC, GeluKind kind);
+                             const float* bias, int64_t N, int C, int OC, MlpActivation kind);
 
 // dinp (N,C) += dout (N,OC) . weight (OC,C) (= when !accumulate_dinp), dweight (OC,C) +=
 // dout^T . inp (N,C) and dbias (OC) += column sums of dout (each column summed in row order from
@@ -42,6 +42,6 @@ void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, floa
 // and gelu_backward_overwrite, bit for bit.
 void small_gemm_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
                               const float* pre, const float* weight, int64_t N, int C, int OC,
-                              GeluKind kind);
+                              MlpActivation kind);
 
 }  // namespace nanogpt::cpu

@@ -1,4 +1,4 @@
-// Reference element-wise ops: GELU (tanh and exact), residual add, dropout (counter-based mask),
+// Reference element-wise ops: the MLP activation (GELU tanh and exact, ReLU²), residual add, dropout (counter-based mask),
 // each forward and accumulating backward.
 #include <cmath>
 #include <numbers>
@@ -10,14 +10,16 @@ namespace nanogpt::ref {
 
 namespace {
 
-double gelu(double x, GeluKind kind) {
-  if (kind == GeluKind::kExact) return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
+double gelu(double x, MlpActivation kind) {
+  if (kind == MlpActivation::kRelu2) return x > 0 ? x * x : 0.0;
+  if (kind == MlpActivation::kExact) return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
   const double s = std::sqrt(2.0 / std::numbers::pi);
   return 0.5 * x * (1.0 + std::tanh(s * (x + 0.044715 * x * x * x)));
 }
 
-double gelu_grad(double x, GeluKind kind) {
-  if (kind == GeluKind::kExact) {
+double gelu_grad(double x, MlpActivation kind) {
+  if (kind == MlpActivation::kRelu2) return x > 0 ? 2.0 * x : 0.0;
+  if (kind == MlpActivation::kExact) {
     return 0.5 * (1.0 + std::erf(x / std::numbers::sqrt2)) +
            x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
   }
@@ -28,11 +30,11 @@ double gelu_grad(double x, GeluKind kind) {
 
 }  // namespace
 
-void gelu_forward(float* out, const float* inp, int64_t N, GeluKind kind) {
+void gelu_forward(float* out, const float* inp, int64_t N, MlpActivation kind) {
   for (int64_t i = 0; i < N; ++i) out[i] = static_cast<float>(gelu(inp[i], kind));
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, GeluKind kind) {
+void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, MlpActivation kind) {
   for (int64_t i = 0; i < N; ++i) dinp[i] += static_cast<float>(dout[i] * gelu_grad(inp[i], kind));
 }
 

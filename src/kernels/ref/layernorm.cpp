@@ -1,5 +1,5 @@
-// Reference LayerNorm over the last dimension (eps 1e-5, biased variance), forward and
-// accumulating backward, with double accumulation.
+// Reference LayerNorm over the last dimension (eps 1e-5, biased variance) and RMSNorm (no centering,
+// root mean square), forward and accumulating backward, with double accumulation.
 #include <cmath>
 
 #include "kernels/ops.h"
@@ -7,12 +7,14 @@
 namespace nanogpt::ref {
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int64_t N, int C) {
+                       const float* bias, int64_t N, int C, NormKind norm) {
   for (int64_t n = 0; n < N; ++n) {
     const float* x = inp + n * C;  // (C)
     double m = 0;
-    for (int c = 0; c < C; ++c) m += x[c];
-    m /= C;
+    if (norm == NormKind::kLayerNorm) {
+      for (int c = 0; c < C; ++c) m += x[c];
+      m /= C;
+    }
     double v = 0;
     for (int c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
     v /= C;
@@ -27,10 +29,11 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 }
 
 // With xhat = (x - mean) * rstd and g = dout * weight:
-//   dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)), dweight += dout * xhat, dbias += dout.
+//   dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)), dweight += dout * xhat, dbias += dout;
+// RMSNorm (mean 0): the same without the mean(g) term.
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
-                        int64_t N, int C) {
+                        int64_t N, int C, NormKind norm) {
   for (int64_t n = 0; n < N; ++n) {
     const float* x = inp + n * C;   // (C)
     const float* d = dout + n * C;  // (C)
@@ -42,7 +45,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
       g_mean += g;
       gx_mean += g * xhat;
     }
-    g_mean /= C;
+    g_mean = norm == NormKind::kLayerNorm ? g_mean / C : 0.0;
     gx_mean /= C;
     for (int c = 0; c < C; ++c) {
       const double xhat = (x[c] - m) * s;

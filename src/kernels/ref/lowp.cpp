@@ -50,20 +50,20 @@ void fill_zero(TypedPtr dst, int64_t n) {
 }
 
 void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int64_t N, int C) {
+                       const float* weight, const float* bias, int64_t N, int C, NormKind norm) {
   std::vector<float> o(static_cast<size_t>(N * C));
-  layernorm_forward(o.data(), mean, rstd, inp, weight, bias, N, C);
+  layernorm_forward(o.data(), mean, rstd, inp, weight, bias, N, C, norm);
   store_all(out, o);
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
-                        int64_t N, int C) {
+                        int64_t N, int C, NormKind norm) {
   const auto d = widened(dout, N * C);
-  layernorm_backward(dinp, dweight, dbias, d.data(), inp, weight, mean, rstd, N, C);
+  layernorm_backward(dinp, dweight, dbias, d.data(), inp, weight, mean, rstd, N, C, norm);
 }
 
-void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
+void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind) {
   const auto x = widened(inp, N);
   std::vector<float> y(static_cast<size_t>(N));
   gelu_forward(y.data(), x.data(), N, kind);
@@ -71,7 +71,7 @@ void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, GeluKind kind) {
 }
 
 void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
-                   GeluKind kind) {
+                   MlpActivation kind) {
   const auto x = widened(inp, N), d = widened(dout, N);
   auto g = widened(dinp, N);
   gelu_backward(g.data(), x.data(), d.data(), N, kind);

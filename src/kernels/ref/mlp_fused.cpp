@@ -30,14 +30,14 @@ struct Temp {
 }  // namespace
 
 void matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp, ConstTypedPtr weight,
-                         const float* bias, int64_t N, int C, int OC, GeluKind kind) {
+                         const float* bias, int64_t N, int C, int OC, MlpActivation kind) {
   matmul_forward(fch, inp, weight, bias, N, C, OC);
   gelu_forward(fch_gelu, fch, N * OC, kind);
 }
 
 void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstTypedPtr dout,
                           ConstTypedPtr pre, ConstTypedPtr weight, int64_t N, int C, int OC,
-                          GeluKind kind) {
+                          MlpActivation kind) {
   const int64_t n = N * C;
   Temp act(n, pre.dtype), dact(n, dpre.dtype);  // gelu(pre) and its gradient, (N, C)
   gelu_forward(act.ptr(), pre, n, kind);

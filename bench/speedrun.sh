@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The CPU speedrun (issue 19): nanoGPT's recipe and ours side by side on character-level
+# tinyshakespeare (nanoGPT's data and split), SEEDS seeds each, time and tokens to the track's
+# target validation loss taken on the WHOLE validation split (--target_loss, evaluation time
+# counted and stated apart), and an ablation that turns each technique of our recipe off in turn.
+# Tracks:
+#   cpu   val <= 1.88: nanoGPT's CPU recipe (config/train_shakespeare_char_cpu.py, 2000 iters) vs
+#         config/speedrun_shakespeare_char_cpu.py
+#   baby  val <= 1.47: nanoGPT's baby GPT (config/train_shakespeare_char.py, 5000 iters: hours
+#         per seed here) vs config/speedrun_shakespeare_char.py
+# Every set of runs is a `nanogpt sweep` (its sweep file written to $OUT/<track>-<recipe>.py), so
+# an interrupted bench resumes where it stopped. Then bench/speedrun_table.py writes
+# docs/speedrun.md (records table, ablation, the machine's CPU and measured peaks).
+# Nothing else may run on the machine meanwhile: these are wall times.
+# Usage: bash bench/speedrun.sh [tracks, default "cpu"]
+#   env: SEEDS=3  OUT=build/bench_work/speedrun  ABLATION=1 (0: the records only)
+#        RECIPES="nanogpt ours" (which recipes to run)  DOC=docs/speedrun.md
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TRACKS=${1:-cpu}
+SEEDS=${SEEDS:-3}
+OUT=${OUT:-build/bench_work/speedrun}
+ABLATION=${ABLATION:-1}
+RECIPES=${RECIPES:-"nanogpt ours"}
+DOC=${DOC:-docs/speedrun.md}
+BIN=$ROOT/build/nanogpt
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+[ -f "$OUT/data/shakespeare_char/train.bin" ] ||
+  "$BIN" prepare --tokenizer=char --input="$ROOT/../shared/data/tinyshakespeare.txt" \
+    --out_dir="$OUT/data/shakespeare_char" >/dev/null
+
+# The techniques the ablation turns off, one run set each: name and the keys that undo it.
+ablations() {
+  cat <<'LIST'
+no_muon --optimizer=adamw
+no_rotary --position=learned
+no_qk_norm --qk_norm=False
+no_relu2 --activation=gelu
+no_rmsnorm --norm=layernorm
+tied_head --tie_embeddings=True
+no_zero_init --zero_init_proj=False
+no_softcap --logit_softcap=0
+cosine_schedule --lr_schedule=cosine
+LIST
+}
+
+# sweep <track> <recipe> <base config> <target>: writes the sweep file and runs it.
+sweep() {
+  local track=$1 recipe=$2 base=$3 target=$4
+  local file=$OUT/$track-$recipe.py
+  {
+    echo "# written by bench/speedrun.sh: the $track track's $recipe recipe, $SEEDS seeds"
+    echo "base = '$ROOT/$base'"
+    echo "out_dir = '$OUT/$track-$recipe'"
+    echo "seeds = $SEEDS"
+    echo "stop_at_target = True"
+    echo "always_save_checkpoint = False"
+    # (a sweep file's own target_loss is the sweep's, on the sampled eval: the runs get theirs,
+    # on the whole validation split, from their config -- ours -- or from this variation)
+    if [ "$recipe" = nanogpt ]; then
+      echo "model_nanogpt = '--target_loss=$target --target_eval_interval=250'"
+    else
+      echo "model_ours = ''"
+    fi
+    if [ "$recipe" = ours ] && [ "$ABLATION" = 1 ]; then
+      ablations | while read -r name keys; do echo "model_$name = '$keys'"; done
+    fi
+    echo "optim_default = ''"
+  } > "$file"
+  echo "== $track / $recipe: $file"
+  (cd "$OUT" && "$BIN" sweep "$file" --progress=lines)
+}
+
+for track in $TRACKS; do
+  case $track in
+    cpu) target=1.88 nanogpt=config/train_shakespeare_char_cpu.py ours=config/speedrun_shakespeare_char_cpu.py ;;
+    baby) target=1.47 nanogpt=config/train_shakespeare_char.py ours=config/speedrun_shakespeare_char.py ;;
+    *) echo "unknown track '$track' (expected cpu or baby)" >&2; exit 2 ;;
+  esac
+  for recipe in $RECIPES; do
+    base=$nanogpt; [ "$recipe" = ours ] && base=$ours
+    sweep "$track" "$recipe" "$base" "$target"
+  done
+done
+
+python3 bench/speedrun_table.py "$OUT" "$DOC" "$("$BIN" --version | head -1)" \
+  "bash bench/speedrun.sh \"$TRACKS\" (SEEDS=$SEEDS ABLATION=$ABLATION)"
+echo "wrote $DOC"

@@ -1,0 +1,190 @@
+// Fast ops of the architecture options (ops_arch.h): QK-norm and rotary embeddings, in place on
+// qkv's Q and K head vectors, parallel over rows, each head vector widened to float (16-bit
+// dtypes), computed and rounded once; and the logit soft-cap, also fused into the cross-entropy's
+// backward. Compiled for every CPU target (Highway's foreach_target.h; the loops vectorized by the
+// compiler for each) and dispatched at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/arch.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_math.h"
+#include "kernels/ops.h"
+#include "kernels/ops_arch.h"
+
+#include "kernels/cpu/convert-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nanogpt::cpu::HWY_NAMESPACE {
+
+namespace {
+
+// Runs fn(v, n, j) on every Q and K head vector v (HS floats; a widened copy for 16-bit dtypes,
+// narrowed back afterwards) of row n, head j (0..2NH-1), rows in parallel.
+template <class Fn>
+void for_each_qk_head(TypedPtr qkv, int64_t N, int C, int NH, Fn fn) {
+  const int HS = C / NH;
+#pragma omp parallel if (worth_parallel(2 * N * C))
+  {
+    std::vector<float> buf(static_cast<size_t>(2 * C));  // one row's Q and K, widened
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t o = n * 3 * C;  // the row's Q | K: 2C contiguous values
+      float* qk = qkv.f32() ? qkv.f32() + o : buf.data();
+      if (!qkv.f32()) WidenSpan(qk, qkv.at(o), 2 * C);
+      for (int j = 0; j < 2 * NH; ++j) fn(qk + static_cast<int64_t>(j) * HS, n, j);
+      if (!qkv.f32()) NarrowSpan(qkv.at(o), qk, 2 * C);
+    }
+  }
+}
+
+void rotate(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0, int C,
+            int NH, float sign) {
+  const int HS = C / NH, half = HS / 2;
+  CHECK(HS % 2 == 0, "rotary embeddings need an even head size; got {} (n_embd {} / n_head {})",
+        HS, C, NH);
+  for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int) {
+    const int64_t p = pos0 + n % T;
+    const float* c = cos + p * half;  // (half)
+    const float* s = sin + p * half;  // (half)
+#pragma omp simd
+    for (int i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half], si = sign * s[i];
+      v[i] = a * c[i] - b * si;
+      v[i + half] = a * si + b * c[i];
+    }
+  });
+}
+
+// cap * tanh(x / cap), the element code of both soft-cap ops.
+[[gnu::always_inline]] inline float softcap(float x, float cap) { return cap * fast_tanh(x / cap); }
+
+}  // namespace
+
+void QkRmsnormForward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
+  const int HS = C / NH;
+  for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int j) {
+    float ss = 0;
+#pragma omp simd reduction(+ : ss)
+    for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
+    const float r = 1.0f / std::sqrt(ss / HS + 1e-5f);
+#pragma omp simd
+    for (int i = 0; i < HS; ++i) v[i] *= r;
+    rstd[n * 2 * NH + j] = r;
+  });
+}
+
+void QkRmsnormBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,
+                       int NH) {
+  const int HS = C / NH;
+#pragma omp parallel if (worth_parallel(4 * N * C))
+  {
+    std::vector<float> ybuf(static_cast<size_t>(2 * C)), gbuf(static_cast<size_t>(2 * C));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t o = n * 3 * C;
+      const float* y = qkv.f32() ? qkv.f32() + o : ybuf.data();  // (2C) the forward's output
+      float* g = dqkv.f32() ? dqkv.f32() + o : gbuf.data();       // (2C) its gradient
+      if (!qkv.f32()) WidenSpan(ybuf.data(), qkv.at(o), 2 * C);
+      if (!dqkv.f32()) WidenSpan(g, dqkv.at(o), 2 * C);
+      for (int j = 0; j < 2 * NH; ++j) {
+        const float* yj = y + static_cast<int64_t>(j) * HS;
+        float* gj = g + static_cast<int64_t>(j) * HS;
+        float gy = 0;
+#pragma omp simd reduction(+ : gy)
+        for (int i = 0; i < HS; ++i) gy += gj[i] * yj[i];
+        gy /= HS;
+        const float r = rstd[n * 2 * NH + j];
+#pragma omp simd
+        for (int i = 0; i < HS; ++i) gj[i] = r * (gj[i] - yj[i] * gy);
+      }
+      if (!dqkv.f32()) NarrowSpan(dqkv.at(o), g, 2 * C);
+    }
+  }
+}
+
+void RotaryForward(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
+                   int C, int NH) {
+  rotate(qkv, cos, sin, N, T, pos0, C, NH, 1.0f);
+}
+
+void RotaryBackward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
+                    int C, int NH) {
+  rotate(dqkv, cos, sin, N, T, pos0, C, NH, -1.0f);
+}
+
+void SoftcapForward(float* z, int64_t N, float cap) {
+#pragma omp parallel for simd schedule(static) if (worth_parallel(4 * N))
+  for (int64_t i = 0; i < N; ++i) z[i] = softcap(z[i], cap);
+}
+
+void CrossentropySoftcapForwardBackward(float* losses, float* dlogits, const float* logits,
+                                        const int* targets, float dloss, int64_t N, int V, int Vp,
+                                        float cap) {
+#pragma omp parallel if (worth_parallel(4 * N * Vp))
+  {
+    std::vector<float> capped(static_cast<size_t>(Vp));  // one row of capped logits
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const float* x = logits + n * Vp;  // (Vp), may alias d
+#pragma omp simd
+      for (int v = 0; v < Vp; ++v) capped[v] = softcap(x[v], cap);
+      float* d = dlogits + n * Vp;  // (Vp)
+      // One row through the float32 kernel (serial: nested regions run on this thread).
+      cpu::crossentropy_forward_backward(losses + n, d, capped.data(), targets + n, dloss, 1, V,
+                                         Vp);
+#pragma omp simd
+      for (int v = 0; v < Vp; ++v) {
+        const float t = capped[v] / cap;
+        d[v] *= 1.0f - t * t;
+      }
+    }
+  }
+}
+
+}  // namespace nanogpt::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nanogpt::cpu {
+
+HWY_EXPORT(QkRmsnormForward);
+HWY_EXPORT(QkRmsnormBackward);
+HWY_EXPORT(RotaryForward);
+HWY_EXPORT(RotaryBackward);
+HWY_EXPORT(SoftcapForward);
+HWY_EXPORT(CrossentropySoftcapForwardBackward);
+
+void qk_rmsnorm_forward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
+  HWY_DYNAMIC_DISPATCH(QkRmsnormForward)(qkv, rstd, N, C, NH);
+}
+void qk_rmsnorm_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,
+                         int NH) {
+  HWY_DYNAMIC_DISPATCH(QkRmsnormBackward)(dqkv, qkv, rstd, N, C, NH);
+}
+void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
+                    int C, int NH) {
+  HWY_DYNAMIC_DISPATCH(RotaryForward)(qkv, cos, sin, N, T, pos0, C, NH);
+}
+void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
+                     int C, int NH) {
+  HWY_DYNAMIC_DISPATCH(RotaryBackward)(dqkv, cos, sin, N, T, pos0, C, NH);
+}
+void softcap_forward(float* z, int64_t N, float cap) {
+  HWY_DYNAMIC_DISPATCH(SoftcapForward)(z, N, cap);
+}
+void crossentropy_softcap_forward_backward(float* losses, float* dlogits, const float* logits,
+                                           const int* targets, float dloss, int64_t N, int V,
+                                           int Vp, float cap) {
+  HWY_DYNAMIC_DISPATCH(CrossentropySoftcapForwardBackward)
+  (losses, dlogits, logits, targets, dloss, N, V, Vp, cap);
+}
+
+}  // namespace nanogpt::cpu
+#endif  // HWY_ONCE

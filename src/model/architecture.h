@@ -1,0 +1,50 @@
+// Architecture: what a GPT block and its ends are made of, as data the model reads (one place that
+// says which norm, positions and activation a block uses), derived from ModelConfig's keys. GPT-2
+// (the default) is LayerNorm, learned positions, GELU, a tied head and plain logits; the modern
+// options (modded-nanogpt's speedrun recipe) are RMSNorm, rotary embeddings, QK-norm, ReLU², an
+// untied head, zero-initialized output projections and tanh soft-capped logits.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/model_config.h"
+
+namespace nanogpt {
+
+struct Architecture {
+  NormKind norm = NormKind::kLayerNorm;  // ln_1, ln_2 and ln_f
+  bool learned_positions = true;         // wpe added to the token embedding
+  bool rotary = false;                   // q and k rotated by position (instead of wpe)
+  double rope_theta = 10000.0;
+  bool qk_norm = false;                  // RMSNorm of each head's q and k (no gain)
+  MlpActivation activation = MlpActivation::kTanh;
+  bool tied_head = true;                 // logits = lnf . wte^T; false: lm_head.weight
+  bool zero_init_proj = false;           // attn.c_proj, mlp.c_proj, lm_head start at 0
+  float logit_softcap = 0.0f;            // logits = cap * tanh(logits / cap); 0 = none
+
+  static Architecture of(const ModelConfig& config);
+  // The options that GPT-2 does not have, one phrase each (empty for GPT-2, whatever its GELU
+  // form): what an export to a GPT-2 format names when it refuses the model.
+  std::vector<std::string> beyond_gpt2() const;
+};
+
+// Throws nanogpt::Error when `config` has options GPT-2 cannot express, for a writer of a GPT-2
+// format (`format`: "llm.c's model file", "Hugging Face's GPT-2"), naming the options and why.
+void require_gpt2_architecture(const ModelConfig& config, const std::string& format);
+
+}  // namespace nanogpt
+
+namespace nanogpt {
+
+// The rotary embeddings' tables for positions 0..max_T-1 and head size HS (even): angle
+// p * theta^(-2i/HS) of pair i < HS/2, its cosine and sine computed in double and rounded.
+struct RotaryTables {
+  std::vector<float> cos;  // (max_T, HS/2)
+  std::vector<float> sin;  // (max_T, HS/2)
+  RotaryTables() = default;
+  RotaryTables(int max_T, int HS, double theta);
+};
+
+}  // namespace nanogpt
