@@ -23,10 +23,10 @@ zero_init_proj = True
 logit_softcap = 30.0
 
 # Muon for the hidden matrices, AdamW for embeddings, head and gains; warmup-stable-decay
-batch_size = 24
+batch_size = 32
 gradient_accumulation_steps = 1
 optimizer = 'muon'
-muon_learning_rate = 0.03
+muon_learning_rate = 0.02
 learning_rate = 4e-3
 min_lr = 4e-4
 beta2 = 0.99
@@ -34,14 +34,14 @@ weight_decay = 0.1
 lr_schedule = 'wsd'
 cooldown_fraction = 0.4
 warmup_iters = 30
-max_iters = 400
-lr_decay_iters = 400
+max_iters = 300
+lr_decay_iters = 300
 
 # time to target on the whole validation split, checked late and often; the ordinary eval
 # (sampled batches) kept to a minimum
 target_loss = 1.88
-target_eval_from = 200
-target_eval_interval = 25
+target_eval_from = 180
+target_eval_interval = 20
 stop_at_target = True
 eval_interval = 5000
 eval_iters = 1
