@@ -22,7 +22,8 @@ tie_embeddings = False
 zero_init_proj = True
 logit_softcap = 30.0
 
-# Muon for the hidden matrices, AdamW for embeddings, head and gains; warmup-stable-decay
+# Muon for the hidden matrices, AdamW for embeddings, head and gains; warmup-stable-decay over a
+# schedule that ends about where the target is reached (the cooldown is what gets it there)
 batch_size = 32
 gradient_accumulation_steps = 1
 optimizer = 'muon'
@@ -34,13 +35,13 @@ weight_decay = 0.1
 lr_schedule = 'wsd'
 cooldown_fraction = 0.4
 warmup_iters = 30
-max_iters = 300
-lr_decay_iters = 300
+max_iters = 200
+lr_decay_iters = 200
 
 # time to target on the whole validation split, checked late and often; the ordinary eval
 # (sampled batches) kept to a minimum
 target_loss = 1.88
-target_eval_from = 180
+target_eval_from = 160
 target_eval_interval = 20
 stop_at_target = True
 eval_interval = 5000
