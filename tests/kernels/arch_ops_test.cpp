@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dispatch_test_util.h"
+#include "finite_differences.h"
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/ops.h"
@@ -22,42 +23,14 @@
 namespace nanogpt {
 namespace {
 
+using testing::check_grad;
+using testing::dot;
 using testing::expect_within;
 using testing::for_each_target;
 using testing::Lowp;
 using testing::random_normal;
+using testing::to_d;
 using Vd = std::vector<double>;
-
-constexpr double kH = 1e-3;
-
-Vd to_d(const std::vector<float>& v) { return Vd(v.begin(), v.end()); }
-
-double dot(const Vd& a, const std::vector<float>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-// Central differences of loss() w.r.t. every element of x, against grad (which must not include
-// anything but the gradient).
-void check_grad(Vd& x, const std::function<double()>& loss, const std::vector<float>& grad,
-                const std::string& what) {
-  ASSERT_EQ(x.size(), grad.size()) << what;
-  int failures = 0;
-  for (size_t i = 0; i < x.size() && failures < 5; ++i) {
-    const double x0 = x[i];
-    x[i] = x0 + kH;
-    const double lp = loss();
-    x[i] = x0 - kH;
-    const double lm = loss();
-    x[i] = x0;
-    const double fd = (lp - lm) / (2 * kH);
-    if (!(std::fabs(grad[i] - fd) <= 1e-5 * (1 + std::fabs(fd)))) {
-      ADD_FAILURE() << what << "[" << i << "]: backward " << grad[i] << " finite difference " << fd;
-      ++failures;
-    }
-  }
-}
 
 // ---- double forward copies ----
 

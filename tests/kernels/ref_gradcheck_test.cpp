@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "finite_differences.h"
 #include "kernel_test_util.h"
 #include "kernels/context.h"
 #include "kernels/ops.h"
@@ -25,40 +26,18 @@
 namespace nanogpt {
 namespace {
 
+using testing::dot;
 using testing::random_normal;
+using testing::to_d;
 using Vd = std::vector<double>;
 
 constexpr double kH = 1e-3;
 constexpr float kG0 = 0.25f;
 
-Vd to_d(const std::vector<float>& v) { return Vd(v.begin(), v.end()); }
-
-double dot(const Vd& a, const std::vector<float>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-// Central differences of loss() w.r.t. every element of x (x is perturbed in place and restored),
-// compared with grad - kG0.
+// The shared check (finite_differences.h) against grad - kG0: also checks the += semantics.
 void check_grad(Vd& x, const std::function<double()>& loss, const std::vector<float>& grad,
                 const std::string& what) {
-  ASSERT_EQ(x.size(), grad.size()) << what;
-  int failures = 0;
-  for (size_t i = 0; i < x.size() && failures < 5; ++i) {
-    const double x0 = x[i];
-    x[i] = x0 + kH;
-    const double lp = loss();
-    x[i] = x0 - kH;
-    const double lm = loss();
-    x[i] = x0;
-    const double fd = (lp - lm) / (2 * kH);
-    const double g = static_cast<double>(grad[i]) - kG0;
-    if (!(std::fabs(g - fd) <= 1e-5 * (1 + std::fabs(fd)))) {
-      ADD_FAILURE() << what << "[" << i << "]: backward " << g << " finite difference " << fd;
-      ++failures;
-    }
-  }
+  testing::check_grad(x, loss, grad, what, kG0, kH);
 }
 
 std::vector<float> filled(size_t n) { return std::vector<float>(n, kG0); }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/rng.h"
 #include "model/gpt.h"
 
 namespace nanogpt::testing {
@@ -113,6 +114,25 @@ class TorchFixture {
   std::map<std::string, FixtureTensor> tensors_;
   std::map<std::string, std::string> meta_;
 };
+
+// Non-trivial weights: nanoGPT's init from `seed` with the random tensors scaled by `scale` (so
+// activations are not near-uniform), gains around 1 and zero-initialized tensors small and random
+// (so their gradients matter).
+inline void randomize_weights(GPT& model, uint64_t seed, float scale) {
+  model.init_weights(seed);
+  Rng rng(seed + 1);
+  for (const ParamSpec& s : model.table().specs()) {
+    float* p = model.params().data() + s.offset;
+    for (int64_t i = 0; i < s.numel; ++i) {
+      if (s.init_one)
+        p[i] = 1.0f + 0.2f * (rng.uniform() - 0.5f);
+      else if (s.init_std == 0.0f)
+        p[i] = 0.1f * (rng.uniform() - 0.5f);
+      else
+        p[i] *= scale;
+    }
+  }
+}
 
 inline std::string fixture_path(const std::string& file) {
   return std::string(NANOGPT_SOURCE_DIR) + "/tests/fixtures/torch/" + file;

@@ -39,23 +39,8 @@ ModelConfig tiny_config(bool bias = true, double dropout = 0.0) {
   return c;
 }
 
-// Non-trivial weights: nanoGPT init with larger std so activations are not near-uniform, and
-// random LayerNorm weights / biases so their gradients matter.
-void randomize(GPT& model, uint64_t seed) {
-  model.init_weights(seed);
-  Rng rng(seed + 1);
-  for (const ParamSpec& s : model.table().specs()) {
-    float* p = model.params().data() + s.offset;
-    for (int64_t i = 0; i < s.numel; ++i) {
-      if (s.init_one)
-        p[i] = 1.0f + 0.2f * (rng.uniform() - 0.5f);
-      else if (s.init_std == 0.0f)
-        p[i] = 0.1f * (rng.uniform() - 0.5f);
-      else
-        p[i] *= 5.0f;
-    }
-  }
-}
+// Non-trivial weights (fixture.h), the random tensors at 5x nanoGPT's std.
+void randomize(GPT& model, uint64_t seed) { testing::randomize_weights(model, seed, 5.0f); }
 
 TEST(GptInit, FollowsNanoGptStatistics) {
   ModelConfig c = tiny_config();
