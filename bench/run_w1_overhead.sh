@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/bench_data.sh
 BEFORE=$(realpath "$1") AFTER=$(realpath "$2")
-ROUNDS=${3:-3} ITERS=${4:-300}
+ROUNDS=${3:-3} ITERS=${4:-300} DTYPE=${DTYPE:-float32}  # env DTYPE: float32 (default) or bfloat16
 WORK=build/bench_work; mkdir -p "$WORK"
 prepare_tinyshakespeare build/nanogpt "$WORK" char
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
@@ -19,7 +19,7 @@ for r in $(seq 1 "$ROUNDS"); do
   for which in before after; do
     bin=$BEFORE; [ $which = after ] && bin=$AFTER
     out=out-w1-overhead-$which
-    log=$(cd "$WORK" && "$bin" train "$ROOT/config/train_shakespeare_char_cpu.py" --dtype=float32 \
+    log=$(cd "$WORK" && "$bin" train "$ROOT/config/train_shakespeare_char_cpu.py" --dtype="$DTYPE" \
       --max_iters="$ITERS" --lr_decay_iters="$ITERS" --eval_interval=100000 --eval_iters=1 \
       --log_interval=10 --always_save_checkpoint=False --out_dir=$out 2>&1)
     ms=$(echo "$log" | sed -n 's/.*median \([0-9.]*\) ms per step.*/\1/p' | tail -1)
