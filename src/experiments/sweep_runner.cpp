@@ -141,7 +141,11 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     }
     const RunShape shape = shape_of(run);
     fs::create_directories(run.run_dir);
-    const bool resume = fs::exists(fs::path(checkpoint_dir_of(run.run_dir)) / "state.json");
+    // A kill between moving the old checkpoint aside and renaming the new one into place leaves
+    // only `<ckpt>.old` (io/atomic_dir.h): that is a checkpoint to resume from too.
+    const std::string ckpt = checkpoint_dir_of(run.run_dir);
+    const bool resume = fs::exists(fs::path(ckpt) / "state.json") ||
+                        fs::exists(fs::path(ckpt + ".old") / "state.json");
     std::vector<std::string> args = {"train"};
     args.insert(args.end(), run.train_args.begin(), run.train_args.end());
     args.push_back("--out_dir=" + run.run_dir);

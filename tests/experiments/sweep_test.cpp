@@ -161,6 +161,28 @@ TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
             std::string::npos);
 }
 
+// A kill between the checkpoint's two renames leaves only `ckpt.old` (io/atomic_dir.h): the sweep
+// resumes from it rather than starting the run over. Made here by hand: a finished run's
+// checkpoint moved to ckpt.old and its results row removed.
+TEST(Sweep, RunWhoseCheckpointIsOnlyTheOldVersionResumes) {
+  const std::string dir = tiny_sweep("sweep_old_ckpt", 1, 200, 100);
+  RunResult first = run_nanogpt(dir, "sweep sweep.py");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string run_dir = dir + "/sw/runs/default.none.s1337";
+  ASSERT_TRUE(fs::exists(run_dir + "/ckpt/state.json"));
+  fs::rename(run_dir + "/ckpt", run_dir + "/ckpt.old");
+  fs::remove(dir + "/sw/results.csv");
+
+  RunResult resumed = run_nanogpt(dir, "sweep sweep.py --max_iters=300");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming from its checkpoint"), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(read_text(run_dir + "/train.log").find("resumed from"), std::string::npos);
+  std::vector<ResultRow> rows = read_results_csv(dir + "/sw/results.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("iters"), "300");
+}
+
 // The live progress line: run k of n, its iteration and loss, elapsed time and the ETA of the whole
 // grid (unknown until a run has been timed or 2% of one has passed). --progress=live forces it
 // into a pipe, so its content is checked without a terminal and without depending on how fast this
