@@ -3,10 +3,12 @@
 // W2 / W3' linear layers in float32 and bf16 (BM_MatmulLowp), attention fwd+bwd time,
 // W4 attention (B 1, T 1024..8192) in GFLOP/s and % of peak, LayerNorm/GELU/cross-entropy
 // bandwidth, the MLP's GELU half fused vs unfused (BM_MlpGelu), the 124M optimizer step
-// fused vs unfused (BM_OptimizerStep124M). Run: bench_kernels [--benchmark_filter=...].
+// fused vs unfused (BM_OptimizerStep124M), Muon's Newton-Schulz (BM_NewtonSchulz).
+// Run: bench_kernels [--benchmark_filter=...].
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <tuple>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "model/params.h"
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
+#include "optim/newton_schulz.h"
 
 namespace nanogpt {
 namespace {
@@ -526,6 +529,30 @@ void BM_OptimizerStep124M(benchmark::State& state) {
 BENCHMARK(BM_OptimizerStep124M)
     ->ArgsProduct({{0, 1}, {0, 1}})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(6);
+
+// Newton-Schulz orthogonalization (Muon), 5 steps, on the CPU speedrun's hidden matrices (C 128:
+// c_attn (384, 128), attn c_proj (128, 128), c_fc (512, 128), mlp c_proj (128, 512)), the baby
+// GPT's c_fc (1536, 384) and GPT-2 124M's c_fc (3072, 768). args: rows, cols, bf16 (0/1). GFLOP/s counts newton_schulz_flops.
+void BM_NewtonSchulz(benchmark::State& state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const DType dtype = state.range(2) != 0 ? DType::kBF16 : DType::kF32;
+  KernelContext ctx;
+  NewtonSchulz ns(ctx, dtype, rows * cols, std::min(rows, cols));
+  const auto m = random_vec(rows * cols, 1);
+  std::vector<float> out(rows * cols);
+  for (auto _ : state) {
+    ns.orthogonalize(out.data(), m.data(), rows, cols, 5);
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_flops(state, newton_schulz_flops(rows, cols, 5));
+}
+BENCHMARK(BM_NewtonSchulz)
+    ->ArgsProduct({{128}, {128}, {0, 1}})
+    ->ArgsProduct({{384, 512}, {128}, {0, 1}})
+    ->ArgsProduct({{128}, {512}, {0, 1}})
+    ->ArgsProduct({{1536}, {384}, {0, 1}})  // the baby GPT's c_fc
+    ->ArgsProduct({{3072}, {768}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // args: N rows; V 50257 of Vp 50304, in place.
 void BM_CrossEntropyFused(benchmark::State& state) {

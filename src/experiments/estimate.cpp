@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/json_util.h"
+#include "distributed/data_parallel.h"
 #include "distributed/zero1.h"
 #include "io/checkpoint.h"
 #include "kernels/dtype.h"
@@ -138,7 +139,8 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
     e.memory.push_back({config.zero_stage == 1
                             ? "Muon workspaces (+ whole-arena directions)"
                             : "Muon workspaces",
-                        muon_workspace_bytes(table, dtype, config.zero_stage == 1)});
+                        muon_workspace_bytes(table, dtype, config.zero_stage == 1,
+                                             threads_per_rank(config.threads, world_size))});
   }
   if (dtype != DType::kF32) {  // GPT::set_dtype's 16-bit copy of the weights
     e.memory.push_back({fmt::format("weights copy ({})", dtype_name(dtype)),

@@ -2,6 +2,8 @@
 // data-parallel split of the orthogonalizations.
 #include "optim/muon.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -15,11 +17,18 @@ namespace {
 // Element passes over fewer elements run on one thread (a parallel region costs more than them).
 constexpr int64_t kParallelMin = 1 << 15;
 
-// The largest hidden matrix's elements and the largest smaller side.
-std::pair<int64_t, int64_t> largest_matrix(const ParamTable& table) {
+// Products of at most this many multiply-adds: newton_schulz_on_one_thread.
+constexpr int64_t kOneThreadMaxMacs = int64_t{1} << 24;
+
+int resolve_threads(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+// The largest hidden matrix's elements and the largest smaller side, of all of them or of the
+// small ones (newton_schulz_on_one_thread) only.
+std::pair<int64_t, int64_t> largest_matrix(const ParamTable& table, bool small_only = false) {
   int64_t max_numel = 0, max_small = 0;
   for (const auto& s : table.specs()) {
     if (!s.hidden_matrix) continue;
+    if (small_only && !newton_schulz_on_one_thread(s.shape[0], s.shape[1])) continue;
     CHECK(s.shape.size() == 2,
           "Muon: parameter '{}' is marked hidden_matrix but has {} dims; Muon orthogonalizes "
           "2-D matrices only (a ZeRO-1 shard or a slice of the table flattens them)",
@@ -59,14 +68,28 @@ float scaled_step(double lr_muon, const ParamSpec& s) {
 
 }  // namespace
 
-int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool zero1) {
+bool newton_schulz_on_one_thread(int64_t rows, int64_t cols) {
+  const int64_t r = std::min(rows, cols), c = std::max(rows, cols);
+  return r * r * c <= kOneThreadMaxMacs;
+}
+
+int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool zero1,
+                             int threads) {
+  // A worker's direction (the whole arena for the whole-table worker with ZeRO-1) and ortho;
+  // NewtonSchulz's x_, bx_ and a_, aa_, b_ (+ bfloat16 copies of x, a, b).
+  auto worker = [&](int64_t numel, int64_t small, int64_t direction) {
+    int64_t bytes = aligned_bytes(direction, 4) + 3 * aligned_bytes(numel, 4) +
+                    3 * aligned_bytes(small * small, 4);
+    if (matmul_dtype == DType::kBF16) {
+      bytes += aligned_bytes(numel, 2) + 2 * aligned_bytes(small * small, 2);
+    }
+    return bytes;
+  };
   const auto [numel, small] = largest_matrix(table);
-  // direction_ (the whole arena with ZeRO-1), ortho_; NewtonSchulz's x_, bx_ and a_, aa_, b_ (+
-  // bfloat16 copies of x, a, b).
-  int64_t bytes = aligned_bytes(zero1 ? table.total_numel() : numel, 4) +
-                  3 * aligned_bytes(numel, 4) + 3 * aligned_bytes(small * small, 4);
-  if (matmul_dtype == DType::kBF16) {
-    bytes += aligned_bytes(numel, 2) + 2 * aligned_bytes(small * small, 2);
+  int64_t bytes = worker(numel, small, zero1 ? table.total_numel() : numel);
+  const auto [numel1, small1] = largest_matrix(table, /*small_only=*/true);
+  if (resolve_threads(threads) > 1 && numel1 > 0) {
+    bytes += resolve_threads(threads) * worker(numel1, small1, numel1);
   }
   return bytes;
 }
@@ -91,25 +114,68 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
         "Muon: rank {} of {} ranks is not a valid rank", sharing_.rank, sharing_.world);
   CHECK(sharing_.world == 1 || sharing_.broadcast,
         "Muon: {} ranks share the orthogonalizations but no broadcast was given", sharing_.world);
-  const auto [max_numel, max_small] = largest_matrix(table_);
   for (const auto& s : table_.specs()) {
     if (s.hidden_matrix) matrices_.push_back(&s);
+  }
+  if (shard_.enabled()) {
+    CHECK(sharing_.all_gather && static_cast<int>(shard_.counts.size()) == sharing_.world,
+          "Muon: a ZeRO-1 shard needs an all-gather and {} shard sizes, got {}", sharing_.world,
+          shard_.counts.size());
   }
   KernelContext* ctx = runtime.kernels;
   if (!ctx) {
     owned_ctx_ = std::make_unique<KernelContext>();
     ctx = owned_ctx_.get();
   }
-  newton_schulz_ =
-      std::make_unique<NewtonSchulz>(*ctx, runtime.matmul_dtype, max_numel, max_small, tracker);
-  if (shard_.enabled()) {
-    CHECK(sharing_.all_gather && static_cast<int>(shard_.counts.size()) == sharing_.world,
-          "Muon: a ZeRO-1 shard needs an all-gather and {} shard sizes, got {}", sharing_.world,
-          shard_.counts.size());
+  const int threads = resolve_threads(runtime.threads);
+  for (size_t i = 0; i < matrices_.size(); ++i) {
+    const bool small =
+        threads > 1 && newton_schulz_on_one_thread(matrices_[i]->shape[0], matrices_[i]->shape[1]);
+    (small ? small_ : large_).push_back(i);
   }
-  direction_ = Buffer<float>(
-      static_cast<size_t>(shard_.enabled() ? table_.total_numel() : max_numel), tracker);
-  ortho_ = Buffer<float>(static_cast<size_t>(max_numel), tracker);
+  // Largest first, so that the threads taking them in turn end together (ties in table order).
+  std::stable_sort(small_.begin(), small_.end(), [&](size_t a, size_t b) {
+    return matrices_[a]->numel > matrices_[b]->numel;
+  });
+  for (size_t i : small_) {
+    if (owner(i) == sharing_.rank) small_owned_.push_back(i);
+  }
+  for (size_t i : large_) {
+    if (owner(i) == sharing_.rank) large_owned_.push_back(i);
+  }
+  auto make_worker = [&](Worker& w, KernelContext& c, int64_t numel, int64_t small,
+                         int64_t direction) {
+    w.newton_schulz =
+        std::make_unique<NewtonSchulz>(c, runtime.matmul_dtype, numel, small, tracker);
+    w.direction = Buffer<float>(static_cast<size_t>(direction), tracker);
+    w.ortho = Buffer<float>(static_cast<size_t>(numel), tracker);
+  };
+  const auto [max_numel, max_small] = largest_matrix(table_);
+  make_worker(whole_, *ctx, max_numel, max_small,
+              shard_.enabled() ? table_.total_numel() : max_numel);
+  if (!small_.empty()) {
+    const auto [numel1, small1] = largest_matrix(table_, /*small_only=*/true);
+    threads_.resize(static_cast<size_t>(threads));
+    for (Worker& w : threads_) {
+      w.own_ctx = std::make_unique<KernelContext>();
+      make_worker(w, *w.own_ctx, numel1, small1, numel1);
+    }
+  }
+}
+
+template <class Fn>
+void Muon::for_each_matrix(const std::vector<size_t>& small, const std::vector<size_t>& large,
+                           Fn&& fn) {
+  if (!small.empty()) {
+    const int n = static_cast<int>(small.size());
+#pragma omp parallel num_threads(static_cast<int>(threads_.size()))
+    {
+      Worker& w = threads_[static_cast<size_t>(omp_get_thread_num())];
+#pragma omp for schedule(dynamic, 1)
+      for (int k = 0; k < n; ++k) fn(small[static_cast<size_t>(k)], w);
+    }
+  }
+  for (size_t i : large) fn(i, whole_);
 }
 
 double Muon::momentum_at(int64_t k) const {
@@ -144,19 +210,24 @@ void Muon::step(float* params, const float* grads, double lr) {
   }
 }
 
-void Muon::step_whole(float* params, const float* grads, float mu, double lr_muon) {
+void Muon::step_matrix(size_t i, Worker& w, float* params, const float* grads, float* momentum,
+                       float mu, double lr_muon) {
+  const ParamSpec& s = *matrices_[i];  // (rows, cols) at s.offset in every arena
+  float* d = w.direction.data();
+  momentum_pass(momentum + s.offset, d, grads + s.offset, s.numel, mu, config_.muon_nesterov);
+  if (owner(i) != sharing_.rank) return;
   const float keep = static_cast<float>(1.0 - lr_muon * config_.muon_weight_decay);
-  const int ns_steps = static_cast<int>(config_.muon_ns_steps);
-  float* buf_all = adamw_.state_tensors()[0].data;  // "m": the hidden matrices' slots are ours
-  float* d = direction_.data();
-  float* o = ortho_.data();
-  for (size_t i = 0; i < matrices_.size(); ++i) {
-    const ParamSpec& s = *matrices_[i];  // (rows, cols) at s.offset in every arena
-    momentum_pass(buf_all + s.offset, d, grads + s.offset, s.numel, mu, config_.muon_nesterov);
-    if (owner(i) != sharing_.rank) continue;
-    newton_schulz_->orthogonalize(o, d, s.shape[0], s.shape[1], ns_steps);
-    update_pass(params + s.offset, o, s.numel, keep, scaled_step(lr_muon, s));
-  }
+  w.newton_schulz->orthogonalize(w.ortho.data(), d, s.shape[0], s.shape[1],
+                                 static_cast<int>(config_.muon_ns_steps));
+  update_pass(params + s.offset, w.ortho.data(), s.numel, keep, scaled_step(lr_muon, s));
+}
+
+void Muon::step_whole(float* params, const float* grads, float mu, double lr_muon) {
+  // Every rank updates every momentum buffer, so every matrix passes through step_matrix.
+  float* momentum = adamw_.state_tensors()[0].data;  // "m": the hidden matrices' slots are ours
+  for_each_matrix(small_, large_, [&](size_t i, Worker& w) {
+    step_matrix(i, w, params, grads, momentum, mu, lr_muon);
+  });
   if (sharing_.world > 1) {
     for (size_t i = 0; i < matrices_.size(); ++i) {
       sharing_.broadcast(params + matrices_[i]->offset, matrices_[i]->numel, owner(i));
@@ -169,8 +240,7 @@ void Muon::step_sharded(float* params, const float* grads, float mu, double lr_m
   const int ns_steps = static_cast<int>(config_.muon_ns_steps);
   const int64_t begin = shard_.begin, end = shard_.end;
   float* buf = adamw_.state_tensors()[0].data;  // (end - begin) "m" of the shard
-  float* whole = direction_.data();             // (total_numel)
-  float* o = ortho_.data();
+  float* whole = whole_.direction.data();       // (total_numel)
   // The part of matrix s inside the shard: arena elements [lo, hi).
   auto overlap = [&](const ParamSpec& s) {
     return std::pair{std::max(begin, s.offset), std::min(end, s.offset + s.numel)};
@@ -182,13 +252,16 @@ void Muon::step_sharded(float* params, const float* grads, float mu, double lr_m
                   config_.muon_nesterov);
   }
   sharing_.all_gather(whole, shard_.counts);  // every matrix's D, whole, on every rank
-  for (size_t i = 0; i < matrices_.size(); ++i) {
+  for_each_matrix(small_owned_, large_owned_, [&](size_t i, Worker& w) {
     const ParamSpec& s = *matrices_[i];
-    if (owner(i) == sharing_.rank) {
-      newton_schulz_->orthogonalize(o, whole + s.offset, s.shape[0], s.shape[1], ns_steps);
-      std::copy(o, o + s.numel, whole + s.offset);
+    w.newton_schulz->orthogonalize(w.ortho.data(), whole + s.offset, s.shape[0], s.shape[1],
+                                   ns_steps);
+    std::copy(w.ortho.data(), w.ortho.data() + s.numel, whole + s.offset);
+  });
+  if (sharing_.world > 1) {
+    for (size_t i = 0; i < matrices_.size(); ++i) {
+      sharing_.broadcast(whole + matrices_[i]->offset, matrices_[i]->numel, owner(i));
     }
-    if (sharing_.world > 1) sharing_.broadcast(whole + s.offset, s.numel, owner(i));
   }
   for (const ParamSpec* s : matrices_) {
     const auto [lo, hi] = overlap(*s);

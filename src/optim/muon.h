@@ -19,6 +19,11 @@
 // a whole-arena buffer, which is all-gathered; matrix i is orthogonalized on rank i % W and its O
 // broadcast (into the same buffer); each rank then updates the params of its shard. The values
 // are those of the unsharded step: the element passes are the same functions.
+// Threads: a matrix small enough (newton_schulz_on_one_thread) is taken through momentum,
+// orthogonalization and update by one thread alone, the threads sharing out the small matrices
+// (split over the threads, each of their products costs more in synchronization than it saves);
+// larger ones run one after another on all threads. Every product is computed in the same order
+// either way, so the values do not depend on which thread takes a matrix.
 #pragma once
 
 #include <memory>
@@ -56,6 +61,15 @@ class Muon : public Optimizer {
   void step_whole(float* params, const float* grads, float mu, double lr_muon);
   void step_sharded(float* params, const float* grads, float mu, double lr_muon);
   int owner(size_t matrix) const { return static_cast<int>(matrix % sharing_.world); }
+  // Matrix i (matrices_ order) through momentum (its buffer in `momentum`, the "m" arena),
+  // orthogonalization (on this rank's matrices) and update in the whole step, in w's buffers.
+  struct Worker;
+  void step_matrix(size_t i, Worker& w, float* params, const float* grads, float* momentum,
+                   float mu, double lr_muon);
+  // Runs fn(i, worker) for every i in `small` spread over the threads (one worker each), then for
+  // every i in `large` on all threads with the whole-table worker.
+  template <class Fn>
+  void for_each_matrix(const std::vector<size_t>& small, const std::vector<size_t>& large, Fn&& fn);
 
   ParamTable table_;  // the whole table (whole matrices), also with a shard
   OptimConfig config_;
@@ -63,18 +77,35 @@ class Muon : public Optimizer {
   ArenaShard shard_;
   AdamW adamw_;                               // the other tensors; owns the state arenas
   std::unique_ptr<KernelContext> owned_ctx_;  // when the runtime gave none
-  std::unique_ptr<NewtonSchulz> newton_schulz_;
-  std::vector<const ParamSpec*> matrices_;  // the hidden matrices, table order
-  // (largest matrix) the update direction D; with a shard (total_numel): D, then O, of every
-  // hidden matrix at its arena offset.
-  Buffer<float> direction_;
-  Buffer<float> ortho_;  // (largest matrix) NewtonSchulz(D)
+  std::vector<const ParamSpec*> matrices_;    // the hidden matrices, table order
+  // Indices into matrices_: those one thread takes whole (largest first: the threads take them
+  // in turn) and the others; *_owned_: of those, the ones this rank orthogonalizes.
+  std::vector<size_t> small_, large_, small_owned_, large_owned_;
+  // What a thread needs to take a matrix alone: Newton-Schulz and its workspaces on a kernel
+  // context of its own (the matmul ops' scratch lives in the context) or the shared one, and
+  // buffers for D and O.
+  struct Worker {
+    std::unique_ptr<KernelContext> own_ctx;
+    std::unique_ptr<NewtonSchulz> newton_schulz;
+    Buffer<float> direction;  // (its largest matrix) D; the whole-table worker's with a shard:
+                              // (total_numel) D, then O, of every matrix at its arena offset
+    Buffer<float> ortho;      // (its largest matrix) NewtonSchulz(D)
+  };
+  Worker whole_;                 // the large matrices, on all threads (the runtime's context)
+  std::vector<Worker> threads_;  // one per thread for the small ones (none with one thread)
 };
 
+// Whether Muon takes a (rows, cols) matrix through its update on one thread: its Newton-Schulz
+// products have at most 2^24 multiply-adds (up to 128 x 1024 or 256 x 256; the speedrun's C 128
+// matrices, not the baby GPT's C 384 nor GPT-2's, which the threads split well).
+bool newton_schulz_on_one_thread(int64_t rows, int64_t cols);
+
 // Bytes Muon allocates besides the two state arenas (its workspaces and Newton-Schulz's, sized by
-// the largest hidden matrix of `table`; with a ZeRO-1 shard the whole-arena direction buffer), for
-// matmuls in `matmul_dtype`: what the estimator counts.
-int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool zero1 = false);
+// the largest hidden matrix of `table`, and with `threads` > 1 one set per thread for the small
+// matrices; with a ZeRO-1 shard the whole-arena direction buffer), for matmuls in `matmul_dtype`:
+// what the estimator counts.
+int64_t muon_workspace_bytes(const ParamTable& table, DType matmul_dtype, bool zero1,
+                             int threads);
 
 // Newton-Schulz matmul FLOPs of one step over every hidden matrix of `table` (all ranks together).
 double muon_flops_per_step(const ParamTable& table, int64_t ns_steps);

@@ -89,6 +89,7 @@ struct OptimizerRuntime {
   DType matmul_dtype = DType::kF32;  // kBF16: Newton-Schulz in bfloat16 (bfloat16 runs)
   RankSharing sharing;               // data parallelism: ranks split the matrices
   ArenaShard shard;                  // ZeRO-1: this rank's shard of the arena
+  int threads = 0;                   // OpenMP threads of the step (0: omp_get_max_threads())
 };
 
 // State tensors (each table.total_numel() floats) the optimizer of `config` keeps: AdamW 2 (m, v),

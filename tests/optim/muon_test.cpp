@@ -312,6 +312,45 @@ struct RandomSteps {
   }
 };
 
+// Small matrices go whole to one thread each (the threads sharing them out), larger ones run on
+// all threads one after another: the values are the one-thread step's, bit for bit (every
+// float32 product sums in a fixed order whichever thread runs it). C 256: c_attn (768, 256),
+// c_fc and mlp.c_proj (256^2 x 1024 multiply-adds) are large, attn.c_proj (256, 256) small; with
+// ranks, each rank takes its own share either way.
+TEST(Muon, MatricesSpreadOverThreadsGiveTheOneThreadValues) {
+  EXPECT_TRUE(newton_schulz_on_one_thread(512, 128));
+  EXPECT_TRUE(newton_schulz_on_one_thread(256, 256));
+  EXPECT_FALSE(newton_schulz_on_one_thread(1024, 256));
+  EXPECT_FALSE(newton_schulz_on_one_thread(1536, 384));
+  for (const int C : {16, 256}) {
+    ModelConfig m = small_model();
+    m.n_embd = C;
+    m.n_layer = C == 16 ? 3 : 1;
+    const ParamTable table(m);
+    RandomSteps run(table, 3, 41);
+    OptimConfig c;
+    c.optimizer = "muon";
+    c.muon_weight_decay = 0.1;
+    for (const int world : {1, 2}) {
+      std::vector<std::vector<float>> results;
+      for (const int threads : {1, 2, 3}) {
+        OptimizerRuntime rt;
+        rt.threads = threads;
+        rt.sharing.world = world;
+        rt.sharing.rank = world - 1;
+        rt.sharing.broadcast = [](float*, int64_t, int) {};
+        auto opt = make_optimizer(c, table, nullptr, rt);
+        std::vector<float> p = run.params;
+        for (int k = 0; k < 3; ++k) opt->step(p.data(), run.grads[k].data(), 1e-3);
+        results.push_back(std::move(p));
+      }
+      EXPECT_EQ(results[0], results[1]) << "C " << C << ", " << world << " ranks";
+      EXPECT_EQ(results[0], results[2]) << "C " << C << ", " << world << " ranks";
+      EXPECT_NE(results[0], run.params);
+    }
+  }
+}
+
 // The AdamW group is AdamW: the non-hidden tensors move exactly as under optimizer 'adamw' with
 // the same keys; the hidden matrices do not (Muon moves them), and their "v" slots stay zero.
 TEST(Muon, OtherTensorsStepExactlyAsAdamW) {
@@ -401,7 +440,7 @@ TEST(Muon, ShardedPathEqualsTheWholeStep) {
   MemoryTracker tracker;
   auto counted = make_optimizer(c, table, &tracker, sharded);
   const int64_t arena = (table.total_numel() * 4 + 63) / 64 * 64;
-  EXPECT_EQ(tracker.current_bytes(), 2 * arena + muon_workspace_bytes(table, DType::kF32, true));
+  EXPECT_EQ(tracker.current_bytes(), 2 * arena + muon_workspace_bytes(table, DType::kF32, true, 0));
 }
 
 TEST(Muon, AShardNeedsAnAllGather) {
@@ -432,7 +471,7 @@ TEST(Muon, AllocatesTwoStateArenasAndItsWorkspaces) {
     rt.matmul_dtype = dtype;
     auto opt = make_optimizer(c, table, &tracker, rt);
     const int64_t arena = (table.total_numel() * 4 + 63) / 64 * 64;
-    EXPECT_EQ(tracker.current_bytes(), 2 * arena + muon_workspace_bytes(table, dtype))
+    EXPECT_EQ(tracker.current_bytes(), 2 * arena + muon_workspace_bytes(table, dtype, false, 0))
         << dtype_name(dtype);
   }
 }
