@@ -32,15 +32,20 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
   "$BIN" prepare --tokenizer=char --input="$ROOT/../shared/data/tinyshakespeare.txt" \
     --out_dir="$OUT/data/shakespeare_char" >/dev/null
 
-# The techniques the ablation turns off, one run set each: name and the keys that undo it.
+# The techniques the ablation turns off, one run set each: name and the keys that undo it. The
+# head's tying is flipped from what the recipe <config> ($1) chose, whichever way that is.
 ablations() {
+  if grep -q '^tie_embeddings *= *True' "$1"; then
+    echo "untied_head --tie_embeddings=False"
+  else
+    echo "tied_head --tie_embeddings=True"
+  fi
   cat <<'LIST'
 no_muon --optimizer=adamw
 no_rotary --position=learned
 no_qk_norm --qk_norm=False
 no_relu2 --activation=gelu
 no_rmsnorm --norm=layernorm
-tied_head --tie_embeddings=True
 no_zero_init --zero_init_proj=False
 no_softcap --logit_softcap=0
 cosine_schedule --lr_schedule=cosine
@@ -66,7 +71,7 @@ sweep() {
       echo "model_ours = ''"
     fi
     if [ "$recipe" = ours ] && [ "$ABLATION" = 1 ]; then
-      ablations | while read -r name keys; do echo "model_$name = '$keys'"; done
+      ablations "$ROOT/$base" | while read -r name keys; do echo "model_$name = '$keys'"; done
     fi
     echo "optim_default = ''"
   } > "$file"

@@ -18,7 +18,7 @@ norm = 'rmsnorm'
 position = 'rotary'
 qk_norm = True
 activation = 'relu2'
-tie_embeddings = False
+tie_embeddings = True   # the head tied to wte reaches the target ~20 iterations sooner here
 zero_init_proj = True
 logit_softcap = 30.0
 
@@ -35,14 +35,14 @@ weight_decay = 0.1
 lr_schedule = 'wsd'
 cooldown_fraction = 0.4
 warmup_iters = 30
-max_iters = 200
-lr_decay_iters = 200
+max_iters = 180
+lr_decay_iters = 180
 
 # time to target on the whole validation split, checked late and often; the ordinary eval
 # (sampled batches) kept to a minimum
 target_loss = 1.88
-target_eval_from = 160
-target_eval_interval = 20
+target_eval_from = 170
+target_eval_interval = 10
 stop_at_target = True
 eval_interval = 5000
 eval_iters = 1
