@@ -84,20 +84,40 @@ def summary(recs):
             mean_std(evals, "{:.1f} s"), mean_std(iters, "{:.0f}"), mean_std(best, "{:.4f}"))
 
 
+def machine_cell(compute):
+    """The records table's machine column from a run's compute line: CPU, threads, ISA chosen,
+    measured fp32 FMA and bf16 peaks."""
+    cpu = re.search(r"(\d+) threads on ([^,]+), kernels for (\S+)", compute)
+    fp32 = re.search(r"(\d+) GFLOP/s fp32 FMA", compute)
+    bf16 = re.search(r"(\d+) GFLOP/s bf16 dot", compute)
+    if not cpu:
+        return compute
+    cell = f"{cpu.group(2)}, {cpu.group(1)} threads, {cpu.group(3)}"
+    if fp32 and bf16:
+        cell += f"; peaks {fp32.group(1)} / {bf16.group(1)} GFLOP/s fp32 / bf16"
+    return cell
+
+
 def earlier_records(doc, commit):
     """The records table's rows of earlier commits in the doc being rewritten (the table is the
-    recipes' history: a rerun replaces only its own commit's rows)."""
+    recipes' history: a rerun replaces only its own commit's rows). A row from before the machine
+    column gets the machine of its doc's `Machine:` line."""
     if not os.path.exists(doc):
         return []
-    rows, in_records = [], False
+    rows, in_records, machine = [], False, ""
     with open(doc) as f:
         for line in f:
+            if line.startswith("Machine: "):
+                machine = machine_cell(line[len("Machine: "):].strip())
             if line.startswith("## "):
                 in_records = line.strip() == "## Records"
             cells = line.split("|")
             if in_records and len(cells) > 3 and re.fullmatch(r" [0-9a-f]{7,40}(-dirty)? ", cells[2]) \
                     and cells[2].strip() != commit:
-                rows.append(line.rstrip("\n"))
+                row = line.rstrip("\n")
+                if len(cells) == 14:  # 12 columns: no machine column yet
+                    row += f" {machine} |"
+                rows.append(row)
     return rows
 
 
@@ -105,6 +125,7 @@ def main():
     out_dir, doc, version, command = sys.argv[1:5]
     today = datetime.date.today().isoformat()
     commit = re.sub(r".*\(git ([0-9a-f]+(?:-dirty)?).*", r"\1", version)
+    compute = compute_line(out_dir)
     lines = [
         "# The CPU speedrun",
         "",
@@ -120,16 +141,18 @@ def main():
         "Reading it: tokens to target are exact for a seed; wall times on a shared 2-core VM vary",
         "by tens of percent from run to run (compare the sweep logs' ms/iter of the same recipe),",
         "so an ablation row's wall time says less than its tokens. `goal` is issue 19's wall-time",
-        "goal for our recipe on this machine kind.",
+        "goal for our recipe on this machine kind. Machines of this kind differ (the `machine`",
+        "column: CPU and the peaks measured in that run): compare wall times between rows of the",
+        "same peaks only; tokens to target compare across machines.",
         "",
-        f"Machine: {compute_line(out_dir)}",
+        f"Machine: {compute}",
         "",
         f"Command: `{command}`",
         "",
         "## Records",
         "",
-        "| date | commit | track | target | recipe | reached | wall to target | goal | tokens to target | of which eval | iters | best full val |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| date | commit | track | target | recipe | reached | wall to target | goal | tokens to target | of which eval | iters | best full val | machine |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ablation_rows = []
     for track, (title, target, nano_cfg, ours_cfg, goal_s) in TRACKS.items():
@@ -148,7 +171,7 @@ def main():
                     met = walls and len(walls) == len(main_recs) and statistics.mean(walls) <= goal_s
                     goal = f"≤ {goal_s:.0f} s: {'met' if met else 'missed'}"
                 lines.append(f"| {today} | {commit} | {title} | ≤ {target} | {name} (`{cfg}`) | "
-                             f"{k} | {wall} | {goal} | {tok} | {ev} | {it} | {best} |")
+                             f"{k} | {wall} | {goal} | {tok} | {ev} | {it} | {best} | {machine_cell(compute)} |")
             if recipe == "ours":
                 if main_recs:
                     ablation_rows.append((title, "**the recipe (every technique on)**") +
