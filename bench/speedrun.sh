@@ -77,6 +77,8 @@ sweep() {
   } > "$file"
   echo "== $track / $recipe: $file"
   (cd "$OUT" && "$BIN" sweep "$file" --progress=lines)
+  # what measured it, for the records table (a later bench of another track keeps this one's row)
+  printf '%s\n%s\n' "$("$BIN" --version | head -1)" "$(date -u +%F)" > "$OUT/$track-$recipe/measured_with.txt"
 }
 
 for track in $TRACKS; do
