@@ -24,6 +24,6 @@ for r in $(seq 1 "$ROUNDS"); do
        --dataset=shakespeare_char --max_iters="$ITERS" --lr_decay_iters="$ITERS" \
        --stop_at_target=False --target_loss=0 --profile=True --log_interval=1000 \
        --out_dir=out-speedrun-step-$which |
-       grep -E '^(compute|done|profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total)')
+       grep -E '^(compute|done|profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total)' | grep -v ' = ')
   done
 done
