@@ -532,7 +532,8 @@ BENCHMARK(BM_OptimizerStep124M)
 
 // Newton-Schulz orthogonalization (Muon), 5 steps, on the CPU speedrun's hidden matrices (C 128:
 // c_attn (384, 128), attn c_proj (128, 128), c_fc (512, 128), mlp c_proj (128, 512)), the baby
-// GPT's c_fc (1536, 384) and GPT-2 124M's c_fc (3072, 768). args: rows, cols, bf16 (0/1). GFLOP/s counts newton_schulz_flops.
+// GPT's c_fc (1536, 384) and GPT-2 124M's c_fc (3072, 768). args: rows, cols, bf16 (0/1).
+// GFLOP/s counts newton_schulz_flops.
 void BM_NewtonSchulz(benchmark::State& state) {
   const int64_t rows = state.range(0), cols = state.range(1);
   const DType dtype = state.range(2) != 0 ? DType::kBF16 : DType::kF32;
