@@ -3,7 +3,8 @@
 Usage: python3 bench/speedrun_table.py OUT DOC VERSION COMMAND
 Reads OUT/<track>-<recipe>/runs/<model>.<optim>.s<seed>/{metrics.jsonl, train.log}: the
 time-to-target record of each run ("target_loss", "reached", "target_iter", "tokens", "wall_s",
-"eval_s", "best_full_val_loss") and the log's `compute:` line (CPU and measured peaks).
+"eval_s", "best_full_val_loss"), the wall time of its last whole-split evaluation, and from the
+log the `compute:` line (CPU and measured peaks) and the run's max_iters.
 """
 import datetime
 import glob
@@ -40,7 +41,7 @@ def run_records(sweep_dir):
     for run in sorted(glob.glob(os.path.join(sweep_dir, "runs", "*"))):
         name = os.path.basename(run)
         model = name.split(".")[0]
-        rec = None
+        rec, last_eval_s = None, None
         path = os.path.join(run, "metrics.jsonl")
         if os.path.exists(path):
             with open(path) as f:
@@ -48,11 +49,37 @@ def run_records(sweep_dir):
                     j = json.loads(line)
                     if "target_loss" in j and "reached" in j:
                         rec = j
+                    elif "full_val_loss" in j:
+                        last_eval_s = j.get("elapsed_s")
         if rec is None:
             continue
         rec["seed"] = name.rsplit(".s", 1)[-1]
+        rec["ran_s"] = last_eval_s  # wall time at the run's last whole-split evaluation
+        rec["max_iters"] = logged_max_iters(os.path.join(run, "train.log"))
         out.setdefault(model, []).append(rec)
     return out
+
+
+def logged_max_iters(log):
+    """The max_iters a run trained with, from the config its train.log prints (None if absent)."""
+    if os.path.exists(log):
+        with open(log, errors="replace") as f:
+            for line in f:
+                m = re.fullmatch(r"max_iters = (\d+)\s*", line)
+                if m:
+                    return int(m.group(1))
+    return None
+
+
+def config_max_iters(cfg):
+    """max_iters as the config file sets it (None if it does not)."""
+    if os.path.exists(cfg):
+        with open(cfg) as f:
+            for line in f:
+                m = re.match(r"max_iters\s*=\s*(\d+)", line)
+                if m:
+                    return int(m.group(1))
+    return None
 
 
 def compute_line(out_dir):
@@ -85,6 +112,10 @@ def summary(recs):
     minutes = wall and statistics.mean(wall) >= 300
     millions = tokens and statistics.mean(tokens) >= 1e7
     wall_cell = mean_std([w / 60 for w in wall], "{:.1f} min") if minutes else mean_std(wall, "{:.1f} s")
+    ran = [r["ran_s"] for r in recs if r.get("ran_s") is not None]
+    if not reached and ran:  # how long the runs went without reaching it
+        wall_cell = "— (ran " + (mean_std([w / 60 for w in ran], "{:.1f} min")
+                                 if statistics.mean(ran) >= 300 else mean_std(ran, "{:.1f} s")) + ")"
     tokens_cell = mean_std([t / 1e6 for t in tokens], "{:.2f}M") if millions else \
         mean_std([t / 1e3 for t in tokens], "{:.0f}K")
     evals = [r["eval_s"] for r in reached]
@@ -176,7 +207,9 @@ def main():
         f"Command of this bench: `{command}` (each row's own is `bash bench/speedrun.sh <its track>`)",
         "",
         "nanoGPT's baby-GPT recipe reaches 1.4697 after 5000 iterations of 64 x 256 tokens (81.9M",
-        "tokens; nanoGPT's README): hours per seed here, so its row appears only where it was run.",
+        "tokens; nanoGPT's README): ~3.3 hours per seed here. Its baby-track runs stop after their",
+        "first iterations (`NANOGPT_BABY_ITERS`, about the wall time ours takes to the target; its",
+        "learning-rate schedule unchanged), so the row says where it stands when ours is done.",
         "",
         "## Records",
         "",
@@ -203,6 +236,11 @@ def main():
                     goal = f"≤ {goal_text}: {'met' if met else 'missed'}"
                 date, run_commit = measured_with(sweep_dir, today, commit)
                 recipe_cell = f"{name} (`{cfg}`)"
+                ran_iters = {r.get("max_iters") for r in main_recs}
+                full_iters = config_max_iters(cfg)
+                if len(ran_iters) == 1 and None not in ran_iters and full_iters and \
+                        min(ran_iters) < full_iters:  # stopped early (the baby track's nanoGPT)
+                    recipe_cell = f"{name} (`{cfg}`, its first {min(ran_iters)} of {full_iters} iterations)"
                 regenerated.add((run_commit, title, recipe_cell))
                 lines.append(f"| {date} | {run_commit} | {title} | ≤ {target} | {recipe_cell} | "
                              f"{k} | {wall} | {goal} | {tok} | {ev} | {it} | {best} | "
