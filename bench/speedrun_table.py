@@ -110,7 +110,7 @@ def summary(recs):
     tokens = [r["tokens"] for r in reached]
     # minutes and millions where seconds and thousands get long (the baby track)
     minutes = wall and statistics.mean(wall) >= 300
-    millions = tokens and statistics.mean(tokens) >= 1e7
+    millions = tokens and statistics.mean(tokens) >= 1e6
     wall_cell = mean_std([w / 60 for w in wall], "{:.1f} min") if minutes else mean_std(wall, "{:.1f} s")
     ran = [r["ran_s"] for r in recs if r.get("ran_s") is not None]
     if not reached and ran:  # how long the runs went without reaching it
