@@ -55,26 +55,16 @@ def run_records(sweep_dir):
             continue
         rec["seed"] = name.rsplit(".s", 1)[-1]
         rec["ran_s"] = last_eval_s  # wall time at the run's last whole-split evaluation
-        rec["max_iters"] = logged_max_iters(os.path.join(run, "train.log"))
+        rec["max_iters"] = max_iters_in(os.path.join(run, "train.log"))
         out.setdefault(model, []).append(rec)
     return out
 
 
-def logged_max_iters(log):
-    """The max_iters a run trained with, from the config its train.log prints (None if absent)."""
-    if os.path.exists(log):
-        with open(log, errors="replace") as f:
-            for line in f:
-                m = re.fullmatch(r"max_iters = (\d+)\s*", line)
-                if m:
-                    return int(m.group(1))
-    return None
-
-
-def config_max_iters(cfg):
-    """max_iters as the config file sets it (None if it does not)."""
-    if os.path.exists(cfg):
-        with open(cfg) as f:
+def max_iters_in(path):
+    """The first `max_iters = N` line's N in a file (a run's train.log, which prints its config, or
+    a config file), or None if the file or the line is absent."""
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
             for line in f:
                 m = re.match(r"max_iters\s*=\s*(\d+)", line)
                 if m:
@@ -237,7 +227,7 @@ def main():
                 date, run_commit = measured_with(sweep_dir, today, commit)
                 recipe_cell = f"{name} (`{cfg}`)"
                 ran_iters = {r.get("max_iters") for r in main_recs}
-                full_iters = config_max_iters(cfg)
+                full_iters = max_iters_in(cfg)
                 if len(ran_iters) == 1 and None not in ran_iters and full_iters and \
                         min(ran_iters) < full_iters:  # stopped early (the baby track's nanoGPT)
                     recipe_cell = f"{name} (`{cfg}`, its first {min(ran_iters)} of {full_iters} iterations)"
