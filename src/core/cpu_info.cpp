@@ -64,8 +64,9 @@ std::string cpu_isa_offered() {
 bool have_bf16_dot_products() {
   // The CPU has them, NANOGPT_CPU_TARGET does not cap the dispatch below avx512_bf16, and the
   // dispatch runs the AVX3_DL copy, the one compiled with them (attention_bf16.cpp, the probe).
-  return (nanogpt_cpu_isa() & kIsaAvx512bf16) != 0 &&
-         CpuTarget::from_environment().has_bf16_dot() && dispatched_hwy_target() == "AVX3_DL";
+  // Asked per matmul and attention call: no cpuid here (CpuTarget::cap_allows_bf16_dot).
+  return (nanogpt_cpu_isa() & kIsaAvx512bf16) != 0 && CpuTarget::cap_allows_bf16_dot() &&
+         dispatched_hwy_target() == "AVX3_DL";
 }
 
 AutoDtype choose_auto_dtype() {

@@ -119,6 +119,15 @@ CpuTarget CpuTarget::from_environment() {
   return CpuTarget(cap != nullptr ? cap : "");
 }
 
+bool CpuTarget::cap_allows_bf16_dot() {
+  const char* cap = std::getenv(kCapVariable);
+  if (cap == nullptr || *cap == '\0') return true;
+  for (const CpuLevel& l : all_levels()) {
+    if (l.name == cap) return l.bf16_dot;  // the bf16 levels are the top ones
+  }
+  return CpuTarget(cap).has_bf16_dot();  // not a level: the constructor's error
+}
+
 bool CpuTarget::compiled_in(const CpuLevel& level) const {
   return (level.hwy_targets & HWY_TARGETS) != 0;
 }

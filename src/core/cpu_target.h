@@ -55,6 +55,14 @@ class CpuTarget {
   // apply).
   std::string hwy_target_name() const;
 
+  // Whether NANOGPT_CPU_TARGET leaves the bf16 dot-product levels (avx512_bf16 and up) in reach:
+  // unset, empty, or such a level. Reads the environment only: constructing a CpuTarget asks
+  // Highway for the CPU's targets, and Highway 1.0's SupportedTargets() re-reads cpuid on every
+  // call (~30 us in a virtual machine, where each cpuid traps to the hypervisor), too slow for the
+  // kernels that ask per call (have_bf16_dot_products). Throws for an unknown name, as the
+  // constructor does.
+  static bool cap_allows_bf16_dot();
+
   // Every level of this architecture, lowest first, and the names joined for messages.
   static std::vector<CpuLevel> all_levels();
   static std::string level_names();

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -67,6 +68,34 @@ TEST(CpuTarget, EachCapRunsThatLevelOrTheBestBelowIt) {
     // What Highway dispatches to is the level's own target (the bf16 levels share AVX3_DL's code).
     EXPECT_EQ(dispatched_hwy_target(), t.hwy_target_name()) << level.name;
     EXPECT_NE(t.describe().find("capped by NANOGPT_CPU_TARGET=" + level.name), std::string::npos);
+  }
+}
+
+// cap_allows_bf16_dot reads the cap without asking the CPU (have_bf16_dot_products calls it per
+// kernel call), and agrees with what a CpuTarget with that cap says wherever the CPU has the level.
+TEST(CpuTarget, CapAllowsBf16DotAgreesWithTheLevels) {
+  struct EnvCap {  // sets NANOGPT_CPU_TARGET for the test, unsets it after
+    explicit EnvCap(const char* v) { setenv(CpuTarget::kCapVariable, v, 1); }
+    ~EnvCap() { unsetenv(CpuTarget::kCapVariable); }
+  };
+  unsetenv(CpuTarget::kCapVariable);
+  EXPECT_TRUE(CpuTarget::cap_allows_bf16_dot());
+  {
+    EnvCap empty("");
+    EXPECT_TRUE(CpuTarget::cap_allows_bf16_dot());
+  }
+  for (const auto& level : CpuTarget::all_levels()) {
+    EnvCap cap(level.name.c_str());
+    EXPECT_EQ(CpuTarget::cap_allows_bf16_dot(), level.bf16_dot) << level.name;
+    const CpuTarget t(level.name);
+    if (t.chosen() == level.name) EXPECT_EQ(CpuTarget::cap_allows_bf16_dot(), t.has_bf16_dot());
+  }
+  EnvCap unknown("avx9000");
+  try {
+    CpuTarget::cap_allows_bf16_dot();
+    FAIL() << "accepted avx9000";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NANOGPT_CPU_TARGET='avx9000'"), std::string::npos);
   }
 }
 
