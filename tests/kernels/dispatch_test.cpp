@@ -74,11 +74,28 @@ TEST(CpuTarget, EachCapRunsThatLevelOrTheBestBelowIt) {
 // cap_allows_bf16_dot reads the cap without asking the CPU (have_bf16_dot_products calls it per
 // kernel call), and agrees with what a CpuTarget with that cap says wherever the CPU has the level.
 TEST(CpuTarget, CapAllowsBf16DotAgreesWithTheLevels) {
-  struct EnvCap {  // sets NANOGPT_CPU_TARGET for the test, unsets it after
-    explicit EnvCap(const char* v) { setenv(CpuTarget::kCapVariable, v, 1); }
-    ~EnvCap() { unsetenv(CpuTarget::kCapVariable); }
+  struct EnvCap {  // sets NANOGPT_CPU_TARGET for a scope, then puts back what was there
+    std::string old;
+    bool had;
+    explicit EnvCap(const char* v) {
+      const char* o = std::getenv(CpuTarget::kCapVariable);
+      had = o != nullptr;
+      if (had) old = o;
+      if (v) {
+        setenv(CpuTarget::kCapVariable, v, 1);
+      } else {
+        unsetenv(CpuTarget::kCapVariable);
+      }
+    }
+    ~EnvCap() {
+      if (had) {
+        setenv(CpuTarget::kCapVariable, old.c_str(), 1);
+      } else {
+        unsetenv(CpuTarget::kCapVariable);
+      }
+    }
   };
-  unsetenv(CpuTarget::kCapVariable);
+  EnvCap unset(nullptr);
   EXPECT_TRUE(CpuTarget::cap_allows_bf16_dot());
   {
     EnvCap empty("");
