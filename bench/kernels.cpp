@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/buffer.h"
 #include "core/cpu_info.h"
 #include "core/float16.h"
 #include "core/rng.h"
@@ -260,6 +261,41 @@ BENCHMARK(BM_AttentionForwardBackward)
     ->Args({1, 2048, 0})
     ->Args({1, 8192, 0})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// W1's attention (nanoGPT's CPU recipe: B 12, 4 heads x 32, T 64), float32, in 64-byte aligned
+// buffers as the model's activations are (heads' 128-byte slices then never share a cache line);
+// arg 0 times the forward, 1 the backward (after one forward), FLOPs as above.
+void BM_AttentionW1(benchmark::State& state) {
+  const int B = 12, T = 64, C = 128, NH = 4;
+  const bool backward = state.range(0) == 1;
+  const size_t rows = size_t(B) * T;
+  const auto aligned = [](const std::vector<float>& v) {
+    Buffer<float> b(v.size());
+    std::copy(v.begin(), v.end(), b.data());
+    return b;
+  };
+  const Buffer<float> qkv = aligned(random_vec(rows * 3 * C, 1)), dout = aligned(random_vec(rows * C, 2));
+  Buffer<float> out(rows * C), lse(size_t(B) * NH * T), dqkv(rows * 3 * C);
+  KernelContext ctx;
+  const auto forward = [&] {
+    cpu::attention_forward(ctx, TypedPtr(out.data()), lse.data(), ConstTypedPtr(qkv.data()), B, T,
+                           C, NH, 0.0f, 5);
+  };
+  forward();
+  for (auto _ : state) {
+    if (backward) {
+      cpu::attention_backward(ctx, TypedPtr(dqkv.data()), ConstTypedPtr(dout.data()),
+                              ConstTypedPtr(out.data()), lse.data(), ConstTypedPtr(qkv.data()), B,
+                              T, C, NH, 0.0f, 5);
+    } else {
+      forward();
+    }
+    benchmark::DoNotOptimize(dqkv.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  set_flops(state, attention_flops(B, T, C, backward));
+}
+BENCHMARK(BM_AttentionW1)->Name("W1/Attention")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // W2's attention: B 64, 6 heads x 64, T 256, fwd+bwd (args: dropout*10), FLOPs as above.
 void BM_AttentionW2(benchmark::State& state) {

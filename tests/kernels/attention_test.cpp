@@ -237,7 +237,8 @@ TEST_P(AttentionRescaleTest, RisingScoresMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Dropout, AttentionRescaleTest, ::testing::Values(0.0f, 0.1f));
 
 // The parallel split depends on the thread count (query-block tasks forward; key groups per head
-// backward, more groups when B*NH is small): every split must give the reference's results.
+// backward, more groups when B*NH is small; whole heads in static bands at small T when they go
+// round evenly): every split must give the reference's results.
 class AttentionSplitTest : public ::testing::TestWithParam<std::tuple<int, int, int, int, float>> {
 };
 
@@ -274,7 +275,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::make_tuple(1, 200, 64, 1, 0.0f),   // one head: up to 4 key groups
                       std::make_tuple(1, 200, 64, 1, 0.15f),  // ... with dropout
                       std::make_tuple(2, 97, 64, 2, 0.0f),    // T odd, not a multiple of 32/64
-                      std::make_tuple(1, 33, 48, 3, 0.1f)));  // HS 16, one key block
+                      std::make_tuple(1, 33, 48, 3, 0.1f),    // HS 16, one key block
+                      // W1's shape: 48 whole heads dealt statically (attention_dims.h)
+                      std::make_tuple(12, 64, 128, 4, 0.1f)));
 
 // Through a KernelContext the float32 kernel reuses its per-thread scratch between calls (the
 // context's AttentionWorkspace, never zeroed again): calls of different shapes in turn (the larger

@@ -253,6 +253,7 @@ void AttentionBackward(AttentionWorkspace& ws, float* dqkv, const float* dout, c
   const Dims d = make_dims(B, T, C, NH, dropout_p, seed);
   const int BH = B * NH;
   const int G = key_groups(BH, T, omp_get_max_threads());
+  const bool whole_heads = G == 1 && static_whole_heads(BH, T, omp_get_max_threads());
   ws.reserve(omp_get_max_threads(), BackwardScratch(d, G == 1, nullptr).floats);
   const int64_t ld = 3 * static_cast<int64_t>(C);
   const int64_t part = static_cast<int64_t>(d.TP) * d.HSP;  // one dQ partial (TP, HSP)
@@ -263,11 +264,17 @@ void AttentionBackward(AttentionWorkspace& ws, float* dqkv, const float* dout, c
   {
     BackwardScratch w(d, G == 1, ws.thread_block(omp_get_thread_num()));
     // Task i: head i%BH, key group i/BH (group 0 holds the longest key columns).
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < int64_t{BH} * G; ++i) {
+    const auto task = [&](int64_t i) {
       const int bh = static_cast<int>(i % BH), g = static_cast<int>(i / BH);
       float* dq = G == 1 ? w.dq : dq_parts.get() + (int64_t{bh} * G + g) * part;
       backward_task(dqkv, dq, dout, out, lse, qkv, bh / NH, bh % NH, g, G, d, w);
+    };
+    if (whole_heads) {  // G == 1: each thread its band of heads
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < BH; ++i) task(i);
+    } else {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < int64_t{BH} * G; ++i) task(i);
     }
     // dQ with G > 1: sum the head's partials into dqkv, by rows.
     if (G > 1) {

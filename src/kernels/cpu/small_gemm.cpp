@@ -4,8 +4,9 @@
 // puts them in a few L1 sets: unpacked, the tiles ran at ~30% of the FMA rate) that stays in L1
 // while the register tiles of tile_gemm-inl.h walk down all rows; the other operand is read by
 // broadcasts. One parallel region per call, threads owning disjoint output columns (so each packs
-// only its own panels); every output element is the same chain of FMAs over k = 0, 1, ... whatever
-// the split, so results do not depend on the thread count.
+// only its own panels) or, where there are too few panels to go round, disjoint row bands (each
+// packs every panel, each writes whole rows); every output element is the same chain of FMAs over
+// k = 0, 1, ... whatever the split, so results do not depend on the thread count.
 // The MLP's GELU rides along in the same region (small_gemm_gelu_*): in the forward as an epilogue
 // on each row block while it is in L1; in the backward the recomputed gelu(pre) is written straight
 // into the packed panel of the dweight product and the derivative is the epilogue of the dinp
@@ -40,6 +41,12 @@ constexpr int kPanel = 64;     // columns per panel: one 4 x 64 register tile wi
 constexpr int kRowBlock = 16;  // rows per tile_gemm call (the bias is added while they are in L1)
 // Below this many multiply-adds (~10 us on one thread) a product runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 20;
+// With fewer column panels than this per thread, a product whose rows can be split is split by
+// rows. Measured on W1's shapes (768 rows; bench_kernels W1/Gemm, two threads, Zen 5): with one or
+// three 64-column panels a thread, column shares ran at 53-72% of the FMA peak and row bands at
+// 72-79% (the 128-column projection 82 -> 70 us); with four (the 512-column dinp) columns were
+// ~5% faster, the panel packed once for all 768 rows instead of twice.
+constexpr int64_t kMinPanelsPerThread = 4;
 
 // This thread's share [begin, end) of `count` columns, cut at panel boundaries.
 struct Range {
@@ -93,6 +100,20 @@ void add_bias(float* o, int64_t ldo, int rows, const float* bias, int64_t w, int
   }
 }
 
+// This thread's share of an (R, W) output: {rows, columns}, by columns when there are at least
+// kMinPanelsPerThread panels per thread, else by bands of kRowBlock rows.
+struct Share {
+  Range rows, cols;
+};
+Share thread_share_2d(int64_t R, int64_t W) {
+  const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+  const int64_t panels = (W + kPanel - 1) / kPanel;
+  if (panels >= kMinPanelsPerThread * nt) return {{0, R}, thread_share(W)};
+  const int64_t blocks = (R + kRowBlock - 1) / kRowBlock;
+  const int64_t per = (blocks + nt - 1) / nt;
+  return {{std::min(R, tid * per * kRowBlock), std::min(R, (tid + 1) * per * kRowBlock)}, {0, W}};
+}
+
 // The forward's packing: X = weight^T (C, OC), buf[i][j] = weight[w + j][k + i].
 auto pack_weight_transposed(const float* weight, int C) {
   return [=](float* buf, int64_t k, int kc, int64_t w, int pw) {
@@ -129,9 +150,17 @@ void column_sums(float* dbias, const float* dout, int64_t N, int OC, Range cols)
 void SmallGemmForward(float* out, const float* inp, const float* weight, const float* bias,
                       int64_t N, int C, int OC) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
-  panel_gemm(
-      out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
-      [&](float* o, int64_t, int rows, int64_t w, int pw) { add_bias(o, OC, rows, bias, w, pw); });
+  {
+    const Share share = thread_share_2d(N, OC);
+    const int64_t r0 = share.rows.begin;
+    if (r0 < share.rows.end) {
+      panel_gemm(out + r0 * OC, OC, inp + r0 * C, C, 1, share.rows.end - r0, C, share.cols, false,
+                 pack_weight_transposed(weight, C),
+                 [&](float* o, int64_t, int rows, int64_t w, int pw) {
+                   add_bias(o, OC, rows, bias, w, pw);
+                 });
+    }
+  }
 }
 
 void SmallGemmGeluForward(float* out, float* act, const float* inp, const float* weight,
@@ -156,14 +185,20 @@ void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float*
   {
     column_sums(dbias, dout, N, OC, thread_share(OC));
     const Range cols = thread_share(C);
-    if (dinp) {  // dinp (N,C) (+)= dout (N,OC) . weight (OC,C)
-      panel_gemm(
-          dinp, C, dout, OC, 1, N, OC, cols, accumulate_dinp,
-          [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-            pack_rows(buf, weight, C, k, kc, w, pw);
-          },
-          kNoEpilogue);
+    if (dinp) {  // dinp (N,C) (+)= dout (N,OC) . weight (OC,C), by rows or columns
+      const Share share = thread_share_2d(N, C);
+      const int64_t r0 = share.rows.begin;
+      if (r0 < share.rows.end) {
+        panel_gemm(
+            dinp + r0 * C, C, dout + r0 * OC, OC, 1, share.rows.end - r0, OC, share.cols,
+            accumulate_dinp,
+            [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+              pack_rows(buf, weight, C, k, kc, w, pw);
+            },
+            kNoEpilogue);
+      }
     }
+    // dweight by columns always: by rows each thread packed all of inp (K = N rows), 10-30% slower.
     if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . inp (N,C)
       panel_gemm(
           dweight, C, dout, 1, OC, OC, N, cols, true,
