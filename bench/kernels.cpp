@@ -139,7 +139,8 @@ void BM_MatmulLowp(benchmark::State& state) {
   set_flops(state, 2.0 * N * C * OC);
 }
 // The linear layers of W2 (baby GPT: N 16384, C 384) and W3' (124M: N 4096, C 768): qkv, attention
-// projection, fc, MLP projection; every part in float32 and bf16.
+// projection, fc, MLP projection; every part in float32 and bf16. Then the CPU speedrun's head
+// (B 32 x T 64 rows, C 128, vocab 65 padded to 128; float32 logits).
 void matmul_lowp_shapes(benchmark::internal::Benchmark* b) {
   for (int64_t n : {16384, 4096}) {
     const int64_t c = n == 16384 ? 384 : 768;
@@ -149,6 +150,9 @@ void matmul_lowp_shapes(benchmark::internal::Benchmark* b) {
         for (int dt : {0, 1}) b->Args({n, ci, oci, dt, part, f32_out});
       }
     }
+  }
+  for (int part : {0, 1, 2}) {
+    for (int dt : {0, 1}) b->Args({2048, 128, 128, dt, part, 1});
   }
 }
 BENCHMARK(BM_MatmulLowp)->Apply(matmul_lowp_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/parallel_for.h"
 
 namespace nanogpt {
 
@@ -46,18 +47,22 @@ int64_t aligned_bytes(int64_t n, int64_t element_bytes) {
 // buf (n) = mu * buf + g; d (n) = g + mu * buf (Nesterov) or buf. Both step paths call this, so
 // the sharded step computes the same floats.
 void momentum_pass(float* buf, float* d, const float* g, int64_t n, float mu, bool nesterov) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-  for (int64_t j = 0; j < n; ++j) {
-    const float b = mu * buf[j] + g[j];
-    buf[j] = b;
-    d[j] = nesterov ? g[j] + mu * b : b;
-  }
+  parallel_ranges(n, n >= kParallelMin, [&](int64_t j0, int64_t j1) {
+#pragma omp simd
+    for (int64_t j = j0; j < j1; ++j) {
+      const float b = mu * buf[j] + g[j];
+      buf[j] = b;
+      d[j] = nesterov ? g[j] + mu * b : b;
+    }
+  });
 }
 
 // p (n) = p * keep - step * o.
 void update_pass(float* p, const float* o, int64_t n, float keep, float step) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-  for (int64_t j = 0; j < n; ++j) p[j] = p[j] * keep - step * o[j];
+  parallel_ranges(n, n >= kParallelMin, [&](int64_t j0, int64_t j1) {
+#pragma omp simd
+    for (int64_t j = j0; j < j1; ++j) p[j] = p[j] * keep - step * o[j];
+  });
 }
 
 // lr * sqrt(max(1, rows / cols)): the published shape factor.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/parallel_for.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
@@ -98,16 +99,25 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
         rows, cols, max_numel_, max_small_);
   const bool tr = rows > cols;
   const int64_t r = tr ? cols : rows, c = tr ? rows : cols, n = r * c;
+  // Called inside Muon's per-matrix region (small matrices, one per thread) or outside it (large
+  // ones): regions only outside (core/parallel_for.h).
+  const bool par = n >= kParallelMin;
   double sum_sq = 0;
-#pragma omp parallel for simd reduction(+ : sum_sq) schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
+  if (open_parallel_region(par)) {
+#pragma omp parallel for simd reduction(+ : sum_sq) schedule(static)
+    for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
+  } else {
+#pragma omp simd reduction(+ : sum_sq)
+    for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
+  }
   const float inv = static_cast<float>(1.0 / (std::sqrt(sum_sq) + kNormEps));
   float* x = x_.data();
   // X (r, c): M / norm, or M^T / norm when rows > cols (M is then (c, r)).
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < r; ++i) {
-    for (int64_t j = 0; j < c; ++j) x[i * c + j] = (tr ? m[j * r + i] : m[i * c + j]) * inv;
-  }
+  parallel_ranges(r, par, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      for (int64_t j = 0; j < c; ++j) x[i * c + j] = (tr ? m[j * r + i] : m[i * c + j]) * inv;
+    }
+  });
   const auto k = kMuonQuintic;
   const float ka = static_cast<float>(k.a), kb = static_cast<float>(k.b),
               kc = static_cast<float>(k.c);
@@ -123,13 +133,16 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
     const ConstTypedPtr bl = matmul_input(b_lowp_, b, r * r);
     // B X (r, c) = dout (r, r) . weight (r, c): the input-gradient form of the matmul op.
     cpu::matmul_backward_overwrite(ctx_, bx, nullptr, nullptr, bl, xl, xl, r, ci, ri);
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
-    for (int64_t i = 0; i < n; ++i) x[i] = ka * x[i] + bx[i];
+    parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) x[i] = ka * x[i] + bx[i];
+    });
   }
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t i = 0; i < r; ++i) {
-    for (int64_t j = 0; j < c; ++j) (tr ? out[j * r + i] : out[i * c + j]) = x[i * c + j];
-  }
+  parallel_ranges(r, par, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      for (int64_t j = 0; j < c; ++j) (tr ? out[j * r + i] : out[i * c + j]) = x[i * c + j];
+    }
+  });
 }
 
 }  // namespace nanogpt

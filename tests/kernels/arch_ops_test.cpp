@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "dispatch_test_util.h"
 #include "finite_differences.h"
 #include "kernel_test_util.h"
@@ -329,6 +330,26 @@ TEST(ArchOpsCpu, SoftcapMatchesTheReferenceOnEveryTarget) {
     expect_within(l, want_l, 1e-5, target + " losses");
     expect_within(d, want_d, 1e-6, target + " dlogits");
   });
+}
+
+// A target outside [0, V) (here a padded column) is an error naming its row, before any row is
+// touched (the soft-capped head checks all rows once, then runs the rows without the float32
+// kernel's per-call check).
+TEST(ArchOpsCpu, SoftcapCrossEntropyRejectsTargetOutsideVocab) {
+  const int64_t N = 3;
+  const int V = 10, Vp = 16;
+  const std::vector<float> z(size_t(N) * Vp, 1.0f);
+  const std::vector<int> targets{3, -1, 13};
+  std::vector<float> l(N, -7.0f), d = z;
+  try {
+    cpu::crossentropy_softcap_forward_backward(l.data(), d.data(), d.data(), targets.data(), 0.1f,
+                                               N, V, Vp, 15.0f);
+    FAIL() << "expected an error for target 13 >= V = 10";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("targets[2] = 13"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(d, z) << "nothing written before the check";
+  EXPECT_EQ(l, std::vector<float>(N, -7.0f));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/cpu/crossentropy_row.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/ops.h"
@@ -127,6 +128,7 @@ void SoftcapForward(float* z, int64_t N, float cap) {
 void CrossentropySoftcapForwardBackward(float* losses, float* dlogits, const float* logits,
                                         const int* targets, float dloss, int64_t N, int V, int Vp,
                                         float cap) {
+  check_crossentropy_targets(targets, N, V);
 #pragma omp parallel if (worth_parallel(4 * N * Vp))
   {
     std::vector<float> capped(static_cast<size_t>(Vp));  // one row of capped logits
@@ -136,9 +138,7 @@ void CrossentropySoftcapForwardBackward(float* losses, float* dlogits, const flo
 #pragma omp simd
       for (int v = 0; v < Vp; ++v) capped[v] = softcap(x[v], cap);
       float* d = dlogits + n * Vp;  // (Vp)
-      // One row through the float32 kernel (serial: nested regions run on this thread).
-      cpu::crossentropy_forward_backward(losses + n, d, capped.data(), targets + n, dloss, 1, V,
-                                         Vp);
+      crossentropy_row_forward_backward(losses + n, d, capped.data(), targets[n], dloss, V, Vp);
 #pragma omp simd
       for (int v = 0; v < Vp; ++v) {
         const float t = capped[v] / cap;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/parallel_for.h"
 #include "kernels/cpu/convert-inl.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/ops_lowp.h"
@@ -42,28 +43,30 @@ void NarrowAdd(TypedPtr dst, const float* src, int64_t n) {
 void Convert(TypedPtr dst, ConstTypedPtr src, int64_t n) {
   CHECK(n >= 0, "convert: n = {} must be >= 0", n);
   const int64_t blocks = (n + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static) if (worth_parallel(n))
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, n - i0);
-    if (src.dtype == DType::kF32) {
-      NarrowSpan(dst.at(i0), static_cast<const float*>(src.data) + i0, m);
-    } else if (dst.dtype == DType::kF32) {
-      WidenSpan(static_cast<float*>(dst.data) + i0, src.at(i0), m);
-    } else {
-      alignas(64) float tmp[kConvertBlock];
-      WidenSpan(tmp, src.at(i0), m);
-      NarrowSpan(dst.at(i0), tmp, m);
+  parallel_ranges(blocks, worth_parallel(n), [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, n - i0);
+      if (src.dtype == DType::kF32) {
+        NarrowSpan(dst.at(i0), static_cast<const float*>(src.data) + i0, m);
+      } else if (dst.dtype == DType::kF32) {
+        WidenSpan(static_cast<float*>(dst.data) + i0, src.at(i0), m);
+      } else {
+        alignas(64) float tmp[kConvertBlock];
+        WidenSpan(tmp, src.at(i0), m);
+        NarrowSpan(dst.at(i0), tmp, m);
+      }
     }
-  }
+  });
 }
 
 void ConvertAdd(TypedPtr dst, const float* src, int64_t n) {
   const int64_t blocks = (n + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static) if (worth_parallel(n))
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t i0 = k * kConvertBlock;
-    NarrowAdd(dst.at(i0), src + i0, std::min(kConvertBlock, n - i0));
-  }
+  parallel_ranges(blocks, worth_parallel(n), [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t i0 = k * kConvertBlock;
+      NarrowAdd(dst.at(i0), src + i0, std::min(kConvertBlock, n - i0));
+    }
+  });
 }
 
 }  // namespace nanogpt::cpu::HWY_NAMESPACE
@@ -101,11 +104,12 @@ void fill_zero(TypedPtr dst, int64_t n) {
   constexpr size_t kChunk = size_t{1} << 20;  // bytes per parallel piece
   const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
   auto* base = static_cast<std::byte*>(dst.data);
-#pragma omp parallel for schedule(static) if (worth_parallel(n))
-  for (int64_t k = 0; k < chunks; ++k) {
-    const size_t b0 = static_cast<size_t>(k) * kChunk;
-    std::memset(base + b0, 0, std::min(kChunk, bytes - b0));
-  }
+  parallel_ranges(chunks, worth_parallel(n), [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const size_t b0 = static_cast<size_t>(k) * kChunk;
+      std::memset(base + b0, 0, std::min(kChunk, bytes - b0));
+    }
+  });
 }
 
 }  // namespace nanogpt::cpu
