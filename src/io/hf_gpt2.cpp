@@ -9,7 +9,7 @@
 #include "core/check.h"
 #include "core/config.h"
 #include "core/json_util.h"
-#include "io/transpose.h"
+#include "core/transpose.h"
 
 namespace nanogpt {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "core/check.h"
 #include "core/float16.h"
-#include "io/transpose.h"
+#include "core/transpose.h"
 
 namespace nanogpt {
 namespace {

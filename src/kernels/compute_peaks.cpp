@@ -71,6 +71,10 @@ double ComputePeaks::for_op_class(OpClass c) const {
       return matmul();
     case OpClass::kAttention:
       return arithmetic();
+    case OpClass::kOptimizer:
+      // Its FLOPs are Muon's Newton-Schulz products: matmuls in bf16 runs (optim/newton_schulz.h),
+      // float32 ones otherwise (float16 runs included).
+      return dtype == DType::kBF16 ? matmul() : fp32_fma.flops_per_s;
     default:
       return fp32_fma.flops_per_s;
   }

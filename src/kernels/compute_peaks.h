@@ -28,8 +28,9 @@ struct ComputePeaks {
   // What matmul() is, for the log: "fp32 FMA", "bf16 dot products" or "bfloat16 matmul (oneDNN)".
   std::string matmul_unit() const;
   bool matmul_from_cache() const;
-  // The profile's % of peak of op class c: matmul() for the matmuls and the classifier,
-  // arithmetic() for attention, the fp32 FMA peak for the rest.
+  // The profile's % of peak of op class c: matmul() for the matmuls and the classifier (and for
+  // the optimizer in bf16 runs, whose FLOPs are Muon's bf16 Newton-Schulz products), arithmetic()
+  // for attention, the fp32 FMA peak for the rest.
   double for_op_class(OpClass c) const;
 };
 

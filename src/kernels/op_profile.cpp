@@ -37,12 +37,17 @@ std::string OpProfile::table(const ComputePeaks& peaks, double peak_bytes_per_s)
     units +=
         fmt::format(", {:.1f} GFLOP/s bf16 dot products (attention's %)", peaks.arithmetic() / 1e9);
   }
+  // The optimizer's FLOPs (Muon's Newton-Schulz) are bf16 matmuls in bf16 runs (for_op_class).
+  const bool optimizer_on_matmul = peaks.for_op_class(OpClass::kOptimizer) == peaks.matmul() &&
+                                   peaks.matmul() != peaks.fp32_fma.flops_per_s;
   if (peaks.matmul() != peaks.arithmetic()) {
-    units += fmt::format(", {:.1f} GFLOP/s {} (matmul's and classifier's %)", peaks.matmul() / 1e9,
-                         peaks.matmul_unit());
+    units += fmt::format(", {:.1f} GFLOP/s {} ({}'s %)", peaks.matmul() / 1e9, peaks.matmul_unit(),
+                         optimizer_on_matmul ? "matmul's, classifier's and optimizer"
+                                             : "matmul's and classifier");
   } else if (peaks.matmul() != peaks.fp32_fma.flops_per_s) {
-    units = fmt::format(", {:.1f} GFLOP/s {} (the % of matmul, attention and classifier)",
-                        peaks.matmul() / 1e9, peaks.matmul_unit());
+    units = fmt::format(", {:.1f} GFLOP/s {} (the % of matmul, attention{})", peaks.matmul() / 1e9,
+                        peaks.matmul_unit(),
+                        optimizer_on_matmul ? ", classifier and optimizer" : " and classifier");
   }
   std::string out = fmt::format(
       "profile over {} steps ({:.1f} ms/step; peaks measured here: {:.1f} GFLOP/s fp32{}, "

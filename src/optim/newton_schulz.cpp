@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/parallel_for.h"
+#include "core/transpose.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
@@ -113,10 +114,11 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
   const float inv = static_cast<float>(1.0 / (std::sqrt(sum_sq) + kNormEps));
   float* x = x_.data();
   // X (r, c): M / norm, or M^T / norm when rows > cols (M is then (c, r)).
-  parallel_ranges(r, par, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      for (int64_t j = 0; j < c; ++j) x[i * c + j] = (tr ? m[j * r + i] : m[i * c + j]) * inv;
-    }
+  if (tr) transpose_tiled(x, c, m, r, c, r);
+  const float* src = tr ? x : m;
+  parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) x[i] = src[i] * inv;
   });
   const auto k = kMuonQuintic;
   const float ka = static_cast<float>(k.a), kb = static_cast<float>(k.b),
@@ -138,11 +140,11 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
       for (int64_t i = i0; i < i1; ++i) x[i] = ka * x[i] + bx[i];
     });
   }
-  parallel_ranges(r, par, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      for (int64_t j = 0; j < c; ++j) (tr ? out[j * r + i] : out[i * c + j]) = x[i * c + j];
-    }
-  });
+  if (tr) {
+    transpose_tiled(out, r, x, c, r, c);  // out (c, r) = X^T
+  } else {
+    std::copy(x, x + n, out);
+  }
 }
 
 }  // namespace nanogpt

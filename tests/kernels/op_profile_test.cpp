@@ -81,6 +81,31 @@ TEST(OpProfile, MatmulsAreMeasuredAgainstTheirOwnUnit) {
       << t;
 }
 
+// The optimizer's FLOPs are Muon's Newton-Schulz products: bf16 matmuls in a bf16 run, so its row
+// is against the matmul unit there (it read 104% of the fp32 peak in the CPU speedrun's profile),
+// float32 ones elsewhere (float16 runs included).
+TEST(OpProfile, OptimizerFlopsAreMeasuredAgainstTheUnitNewtonSchulzRunsOn) {
+  OpProfile p;
+  p.add(OpClass::kOptimizer, 1.0, 4e9, 1e6);
+  p.add_step(2.0);
+  std::string t = p.table(peaks(DType::kBF16, 1e10, 2e10, 1.5e10), 4e9);
+  EXPECT_NE(t.find("(the % of matmul, attention, classifier and optimizer)"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("optimizer       1000.00   50.0%        1  4.0 GFLOP/s       20% compute"),
+            std::string::npos)
+      << t;
+  t = p.table(peaks(DType::kBF16, 1e10, 2e10, 8e10), 4e9);  // oneDNN on AMX
+  EXPECT_NE(t.find("(matmul's, classifier's and optimizer's %)"), std::string::npos) << t;
+  EXPECT_NE(t.find("optimizer       1000.00   50.0%        1  4.0 GFLOP/s        5% compute"),
+            std::string::npos)
+      << t;
+  t = p.table(peaks(DType::kF16, 1e10, 0, 8e10), 4e9);
+  EXPECT_NE(t.find("(matmul's and classifier's %)"), std::string::npos) << t;
+  EXPECT_NE(t.find("optimizer       1000.00   50.0%        1  4.0 GFLOP/s       40% compute"),
+            std::string::npos)
+      << t;
+}
+
 TEST(OpProfile, BackendChargesOpsToTheirClassOnlyWhenAttached) {
   KernelContext ctx;
   const int64_t N = 8;

@@ -76,6 +76,9 @@ TEST(Mfu, MeasuredPeaksOfA16BitRun) {
     EXPECT_EQ(p.for_op_class(OpClass::kMatmul), p.matmul());
     EXPECT_EQ(p.for_op_class(OpClass::kAttention), p.arithmetic());
     EXPECT_EQ(p.for_op_class(OpClass::kNorm), p.fp32_fma.flops_per_s);
+    // Muon's Newton-Schulz: bf16 matmuls in bf16 runs, float32 in float16 runs.
+    EXPECT_EQ(p.for_op_class(OpClass::kOptimizer),
+              t == DType::kBF16 ? p.matmul() : p.fp32_fma.flops_per_s);
   }
   EXPECT_EQ(measure_compute_peaks(DType::kF32, 2, false).lowp_matmul.flops_per_s, 0.0);
 }

@@ -1,5 +1,5 @@
 // Tiled transpose through a padded stack tile.
-#include "io/transpose.h"
+#include "core/transpose.h"
 
 #include <algorithm>
 #include <cstring>
