@@ -323,7 +323,8 @@ TEST_P(LowpOpsTest, GeluForwardAndBackward) {
     const DType t = GetParam();
     KernelContext ctx;
     const int64_t N = 5000;  // several conversion blocks and a tail
-    for (MlpActivation kind : {MlpActivation::kTanh, MlpActivation::kExact}) {
+    for (MlpActivation kind :
+         {MlpActivation::kTanh, MlpActivation::kExact, MlpActivation::kRelu2}) {
       Lowp x(random_normal(N, 1, 3.0f), t);
       std::vector<float> y32(N), y32_r(N);
       cpu::gelu_forward(ctx, TypedPtr(y32.data()), x.ptr(), N, kind);
@@ -356,9 +357,10 @@ TEST_P(LowpOpsTest, GeluForwardAndBackward) {
   });
 }
 
-// bf16 GELU looks up tables of every bf16 input (lowp_elementwise.cpp): over all 65536 inputs (NaNs,
-// infinities, subnormals included), forward, accumulating and overwriting backward give the bits of
-// the float32 kernel on the widened values, rounded once, on every CPU target.
+// bf16 GELU looks up tables of every bf16 input, relu2 computes on widened blocks
+// (lowp_elementwise.cpp): over all 65536 inputs (NaNs, infinities, subnormals included), forward,
+// accumulating and overwriting backward give the bits of the float32 kernel on the widened values,
+// rounded once, on every CPU target.
 TEST(LowpGeluTest, Bf16TablesGiveTheFloat32KernelsBitsForEveryInput) {
   testing::for_each_target([&](const std::string&) {  // a context (and tables) per target
     KernelContext ctx;
@@ -368,7 +370,8 @@ TEST(LowpGeluTest, Bf16TablesGiveTheFloat32KernelsBitsForEveryInput) {
       x.bits[i] = static_cast<uint16_t>(i);
       x.f32[i] = bf16_to_float(x.bits[i]);
     }
-    for (MlpActivation kind : {MlpActivation::kTanh, MlpActivation::kExact}) {
+    for (MlpActivation kind :
+         {MlpActivation::kTanh, MlpActivation::kExact, MlpActivation::kRelu2}) {
       std::vector<float> y32(N);
       cpu::gelu_forward(y32.data(), x.f32.data(), N, kind);
       Lowp y(size_t(N), DType::kBF16);

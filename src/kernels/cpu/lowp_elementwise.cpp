@@ -2,9 +2,10 @@
 // tables of all 65536 bf16 inputs, built once per context with the float32 kernels' element code
 // (gelu_math.h): the rounded gelu(x) for the forward, the float gelu'(x) that the backward
 // multiplies by dout in a vector loop (a lookup is ~1.5x cheaper than the tanh/exp/division it
-// replaces, and gives the same bits); other dtypes widen a block of 2K elements into stack buffers
-// (in L1), run the same element code on it and narrow the result. Either way the same floats as
-// the float32 kernel on widened inputs, one pass over memory. Compiled for every CPU target
+// replaces, and gives the same bits); relu2 in bf16 (cheaper computed than looked up) and other
+// dtypes widen a block of 2K elements into stack buffers (in L1), run the same element code on it
+// and narrow the result. Either way the same floats as the float32 kernel on widened inputs, one
+// pass over memory. Compiled for every CPU target
 // (foreach_target.h) and dispatched at run time.
 #include "kernels/cpu/fixed_width_targets.h"  // first: its bf16 tables must give gelu.cpp's bits
 #undef HWY_TARGET_INCLUDE
@@ -85,10 +86,36 @@ uint16_t* bf16_bits(TypedPtr p) { return static_cast<uint16_t*>(p.data); }
 
 }  // namespace
 
+// Whether bf16 inputs of `kind` go through the lookup tables: the GELUs; relu2 (a compare and a
+// multiply) is cheaper computed on widened blocks than looked up element by element.
+bool use_tables(MlpActivation kind) { return kind != MlpActivation::kRelu2; }
+
+// dinp (N) (+)= dout * act'(inp) through widened blocks of kConvertBlock in L1 (any 16-bit dtype);
+// kAccumulate false: dinp = 0 + dout * act'(inp), dinp not read (the bits of a zeroed dinp's).
+template <bool kAccumulate>
+void gelu_backward_widened(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
+                           MlpActivation kind) {
+  const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
+#pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
+    alignas(64) float x[kConvertBlock], d[kConvertBlock], g[kConvertBlock];
+    WidenSpan(x, inp.at(i0), m);
+    WidenSpan(d, dout.at(i0), m);
+    if (kAccumulate) {
+      WidenSpan(g, dinp.at(i0), m);
+    } else {
+      std::fill(g, g + m, 0.0f);
+    }
+    gelu_math::backward_serial(g, x, d, m, kind);
+    NarrowSpan(dinp.at(i0), g, m);
+  }
+}
+
 void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N,
                      MlpActivation kind) {
   if (out.f32() && inp.f32()) return cpu::gelu_forward(out.f32(), inp.f32(), N, kind);
-  if (out.dtype == DType::kBF16 && inp.dtype == DType::kBF16) {
+  if (out.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && use_tables(kind)) {
     const GeluTables tables = gelu_tables(ctx.impl(), kind);
     const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
 #pragma omp parallel for schedule(static) if (worth_parallel(2 * N))
@@ -114,20 +141,11 @@ void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, Cons
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
-  if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
+  if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16 &&
+      use_tables(kind)) {
     return gelu_backward_bf16_blocks<true>(dinp, inp, dout, N, gelu_tables(ctx.impl(), kind));
   }
-  const int64_t blocks = (N + kConvertBlock - 1) / kConvertBlock;
-#pragma omp parallel for schedule(static) if (worth_parallel(4 * N))
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t i0 = k * kConvertBlock, m = std::min(kConvertBlock, N - i0);
-    alignas(64) float x[kConvertBlock], d[kConvertBlock], g[kConvertBlock];
-    WidenSpan(x, inp.at(i0), m);
-    WidenSpan(d, dout.at(i0), m);
-    WidenSpan(g, dinp.at(i0), m);
-    gelu_math::backward_serial(g, x, d, m, kind);
-    NarrowSpan(dinp.at(i0), g, m);
-  }
+  gelu_backward_widened<true>(dinp, inp, dout, N, kind);
 }
 
 void GeluBackwardOverwriteLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
@@ -135,11 +153,11 @@ void GeluBackwardOverwriteLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr 
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
   }
-  if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16) {
+  if (dinp.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && dout.dtype == DType::kBF16 &&
+      use_tables(kind)) {
     return gelu_backward_bf16_blocks<false>(dinp, inp, dout, N, gelu_tables(ctx.impl(), kind));
   }
-  cpu::fill_zero(dinp, N);
-  GeluBackwardLowp(ctx, dinp, inp, dout, N, kind);
+  gelu_backward_widened<false>(dinp, inp, dout, N, kind);
 }
 
 namespace {
