@@ -405,13 +405,21 @@ void AttentionBackwardBf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_
   const attention_tiles::Dims d = attention_tiles::make_dims(B, T, C, NH, dropout_p, seed);
   const int BH = B * NH;
   ws.reserve(omp_get_max_threads(), bf16_native::BackwardScratch(d, nullptr).floats);
+  // Whole heads in static bands at small T (attention_tiles::static_whole_heads), else dynamic.
+  const bool whole_heads = attention_tiles::static_whole_heads(BH, T, omp_get_max_threads());
 #pragma omp parallel
   {
     bf16_native::BackwardScratch w(d, ws.thread_block(omp_get_thread_num()));
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < BH; ++bh) {
+    const auto head = [&](int64_t bh) {
       bf16_native::backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH),
                                  static_cast<int>(bh % NH), d, w);
+    };
+    if (whole_heads) {
+#pragma omp for schedule(static)
+      for (int64_t bh = 0; bh < BH; ++bh) head(bh);
+    } else {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t bh = 0; bh < BH; ++bh) head(bh);
     }
   }
 }
