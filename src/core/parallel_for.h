@@ -16,13 +16,24 @@ namespace nanogpt {
 // Whether a loop should open a region: it is worth one and the caller is not inside one already.
 inline bool open_parallel_region(bool worth) { return worth && !omp_in_parallel(); }
 
+namespace parallel_for_detail {
+// The one compiled copy of a loop body that both branches of parallel_ranges call. Two inlined
+// copies may be compiled differently (on ARM64 with SVE Muon's passes then gave other floats in a
+// region than outside one), and a range must give the same floats either way.
+template <class Body>
+[[gnu::noinline]] void run_range(const Body& body, int64_t begin, int64_t end) {
+  body(begin, end);
+}
+}  // namespace parallel_for_detail
+
 // body(begin, end) over [0, n): with open_parallel_region(worth), in a new region, one contiguous
 // part per thread (the parts OpenMP's static schedule makes); else body(0, n) on the calling
-// thread. Element passes whose every element is computed alike give the same values either way.
+// thread. Element passes whose every element is computed alike give the same values either way
+// (one compiled copy of body runs in both).
 template <class Body>
 void parallel_ranges(int64_t n, bool worth, Body&& body) {
   if (!open_parallel_region(worth)) {
-    body(int64_t{0}, n);
+    parallel_for_detail::run_range(body, int64_t{0}, n);
     return;
   }
 #pragma omp parallel
@@ -30,7 +41,7 @@ void parallel_ranges(int64_t n, bool worth, Body&& body) {
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t q = n / nt, r = n % nt;
     const int64_t begin = t * q + std::min(t, r);
-    body(begin, begin + q + (t < r ? 1 : 0));
+    parallel_for_detail::run_range(body, begin, begin + q + (t < r ? 1 : 0));
   }
 }
 

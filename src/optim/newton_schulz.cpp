@@ -101,16 +101,14 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
   const bool tr = rows > cols;
   const int64_t r = tr ? cols : rows, c = tr ? rows : cols, n = r * c;
   // Called inside Muon's per-matrix region (small matrices, one per thread) or outside it (large
-  // ones): regions only outside (core/parallel_for.h).
+  // ones): element passes open regions only outside (core/parallel_for.h). The norm is summed on
+  // the calling thread, one code path: a matrix gets the same floats whichever way it runs (an
+  // OpenMP reduction's order differs between its parallel and serial forms: on ARM64 with SVE the
+  // spread-over-threads values then differed from the one-thread ones).
   const bool par = n >= kParallelMin;
   double sum_sq = 0;
-  if (open_parallel_region(par)) {
-#pragma omp parallel for simd reduction(+ : sum_sq) schedule(static)
-    for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
-  } else {
 #pragma omp simd reduction(+ : sum_sq)
-    for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
-  }
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
   const float inv = static_cast<float>(1.0 / (std::sqrt(sum_sq) + kNormEps));
   float* x = x_.data();
   // X (r, c): M / norm, or M^T / norm when rows > cols (M is then (c, r)).
