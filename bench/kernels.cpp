@@ -278,7 +278,8 @@ void BM_AttentionW1(benchmark::State& state) {
     std::copy(v.begin(), v.end(), b.data());
     return b;
   };
-  const Buffer<float> qkv = aligned(random_vec(rows * 3 * C, 1)), dout = aligned(random_vec(rows * C, 2));
+  const Buffer<float> qkv = aligned(random_vec(rows * 3 * C, 1)),
+                      dout = aligned(random_vec(rows * C, 2));
   Buffer<float> out(rows * C), lse(size_t(B) * NH * T), dqkv(rows * 3 * C);
   KernelContext ctx;
   const auto forward = [&] {
@@ -299,7 +300,12 @@ void BM_AttentionW1(benchmark::State& state) {
   }
   set_flops(state, attention_flops(B, T, C, backward));
 }
-BENCHMARK(BM_AttentionW1)->Name("W1/Attention")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AttentionW1)
+    ->Name("W1/Attention")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // W2's attention: B 64, 6 heads x 64, T 256, fwd+bwd (args: dropout*10), FLOPs as above.
 void BM_AttentionW2(benchmark::State& state) {

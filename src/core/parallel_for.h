@@ -1,6 +1,6 @@
 // Loops over OpenMP threads that open a parallel region only when they will use it. libgomp builds
-// a team for every `#pragma omp parallel` it meets, `if(false)` and nested ones included: ~1.3 us at
-// the top level and ~2.7 us inside another region on this kind of VM (a nested region gets one
+// a team for every `#pragma omp parallel` it meets, `if(false)` and nested ones included: ~1.3 us
+// at the top level and ~2.7 us inside another region on this kind of VM (a nested region gets one
 // thread anyway). Code that also runs inside regions (Muon's Newton-Schulz, one matrix per thread,
 // with its conversions and element passes: ~450 such regions a step of the CPU speedrun) branches
 // around its region on open_parallel_region instead of putting the condition in an `if` clause.

@@ -41,9 +41,9 @@ std::string OpProfile::table(const ComputePeaks& peaks, double peak_bytes_per_s)
   const bool optimizer_on_matmul = peaks.for_op_class(OpClass::kOptimizer) == peaks.matmul() &&
                                    peaks.matmul() != peaks.fp32_fma.flops_per_s;
   if (peaks.matmul() != peaks.arithmetic()) {
-    units += fmt::format(", {:.1f} GFLOP/s {} ({}'s %)", peaks.matmul() / 1e9, peaks.matmul_unit(),
-                         optimizer_on_matmul ? "matmul's, classifier's and optimizer"
-                                             : "matmul's and classifier");
+    units += fmt::format(
+        ", {:.1f} GFLOP/s {} ({}'s %)", peaks.matmul() / 1e9, peaks.matmul_unit(),
+        optimizer_on_matmul ? "matmul's, classifier's and optimizer" : "matmul's and classifier");
   } else if (peaks.matmul() != peaks.fp32_fma.flops_per_s) {
     units = fmt::format(", {:.1f} GFLOP/s {} (the % of matmul, attention{})", peaks.matmul() / 1e9,
                         peaks.matmul_unit(),

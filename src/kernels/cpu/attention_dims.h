@@ -70,9 +70,9 @@ constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLazyRescale = 8.0f;
 
 // The forward's parallel loop. With static_whole_heads, each thread its heads in order, each
-// packed once, then its query blocks. Otherwise task i: head i/nqb, query block nqb-1 - i%nqb: the longest rows
-// first, so the short ones fill in at the end; consecutive tasks of a thread mostly share the head,
-// whose K and V it packs once: pack(w, b, h) when the thread starts on a head, then
+// packed once, then its query blocks. Otherwise task i: head i/nqb, query block nqb-1 - i%nqb: the
+// longest rows first, so the short ones fill in at the end; consecutive tasks of a thread mostly
+// share the head, whose K and V it packs once: pack(w, b, h) when the thread starts on a head, then
 // block(w, b, h, i0) for the query block at row i0. Each thread's scratch w is make(thread).
 template <class MakeScratch, class Pack, class Block>
 void run_forward_tasks(const Dims& d, MakeScratch make, Pack pack, Block block) {

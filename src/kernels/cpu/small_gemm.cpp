@@ -42,8 +42,8 @@ constexpr int kRowBlock = 16;  // rows per tile_gemm call (the bias is added whi
 // Below this many multiply-adds (~10 us on one thread) a product runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 20;
 // With fewer column panels than this per thread, a product whose rows can be split is split by
-// rows. Measured on W1's shapes (768 rows; bench_kernels W1/Gemm, two threads, AMD EPYC): with one or
-// three 64-column panels a thread, column shares ran at 53-72% of the FMA peak and row bands at
+// rows. Measured on W1's shapes (768 rows; bench_kernels W1/Gemm, two threads, AMD EPYC): with one
+// or three 64-column panels a thread, column shares ran at 53-72% of the FMA peak and row bands at
 // 72-79% (the 128-column projection 82 -> 70 us); with four (the 512-column dinp) columns were
 // ~5% faster, the panel packed once for all 768 rows instead of twice.
 constexpr int64_t kMinPanelsPerThread = 4;
