@@ -269,13 +269,7 @@ void AttentionBackward(AttentionWorkspace& ws, float* dqkv, const float* dout, c
       float* dq = G == 1 ? w.dq : dq_parts.get() + (int64_t{bh} * G + g) * part;
       backward_task(dqkv, dq, dout, out, lse, qkv, bh / NH, bh % NH, g, G, d, w);
     };
-    if (whole_heads) {  // G == 1: each thread its band of heads
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < BH; ++i) task(i);
-    } else {
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < int64_t{BH} * G; ++i) task(i);
-    }
+    for_each_task(int64_t{BH} * G, whole_heads, task);  // whole_heads: G == 1, a band of heads
     // dQ with G > 1: sum the head's partials into dqkv, by rows.
     if (G > 1) {
 #pragma omp for schedule(static)

@@ -414,13 +414,7 @@ void AttentionBackwardBf16(AttentionWorkspace& ws, uint16_t* dqkv, const uint16_
       bf16_native::backward_head(dqkv, dout, out, lse, qkv, static_cast<int>(bh / NH),
                                  static_cast<int>(bh % NH), d, w);
     };
-    if (whole_heads) {
-#pragma omp for schedule(static)
-      for (int64_t bh = 0; bh < BH; ++bh) head(bh);
-    } else {
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t bh = 0; bh < BH; ++bh) head(bh);
-    }
+    attention_tiles::for_each_task(BH, whole_heads, head);
   }
 }
 

@@ -52,6 +52,20 @@ inline bool static_whole_heads(int BH, int T, int threads) {
   return T <= 2 * kBk && threads > 0 && (BH % threads == 0 || BH >= 8 * threads);
 }
 
+// Inside a parallel region: task(i) for i in [0, n), each thread a contiguous band of them when
+// `static_bands` (static_whole_heads), else one at a time from a shared counter. The backward
+// passes' loop over heads (or head x key-group tasks).
+template <class Task>
+void for_each_task(int64_t n, bool static_bands, Task&& task) {
+  if (static_bands) {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) task(i);
+  } else {
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < n; ++i) task(i);
+  }
+}
+
 // A 32-bit element (float or a bf16 pair) that may be read and written through any type: what the
 // K^T / V^T packing transposes.
 typedef uint32_t Word32 __attribute__((may_alias));

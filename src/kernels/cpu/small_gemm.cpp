@@ -48,16 +48,19 @@ constexpr int64_t kMinParallelMacs = int64_t{1} << 20;
 // ~5% faster, the panel packed once for all 768 rows instead of twice.
 constexpr int64_t kMinPanelsPerThread = 4;
 
-// This thread's share [begin, end) of `count` columns, cut at panel boundaries.
+// This thread's share [begin, end) of `count` items, cut at multiples of `unit`.
 struct Range {
   int64_t begin, end;
 };
-Range thread_share(int64_t count) {
+Range thread_part(int64_t count, int64_t unit) {
   const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
-  const int64_t panels = (count + kPanel - 1) / kPanel;
-  const int64_t per = (panels + nt - 1) / nt;
-  return {std::min(count, tid * per * kPanel), std::min(count, (tid + 1) * per * kPanel)};
+  const int64_t units = (count + unit - 1) / unit;
+  const int64_t per = (units + nt - 1) / nt;
+  return {std::min(count, tid * per * unit), std::min(count, (tid + 1) * per * unit)};
 }
+
+// This thread's share of `count` columns, cut at panel boundaries.
+Range thread_share(int64_t count) { return thread_part(count, kPanel); }
 
 // out (R, [w0, w1)) (+)= a (R, K) . X (K, [w0, w1)), this thread's columns: a is read as
 // a[r*a_rs + k*a_ks]; pack(buf, k, kc, w, pw) writes X's rows k..k+kc, columns w..w+pw into buf
@@ -106,12 +109,9 @@ struct Share {
   Range rows, cols;
 };
 Share thread_share_2d(int64_t R, int64_t W) {
-  const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
   const int64_t panels = (W + kPanel - 1) / kPanel;
-  if (panels >= kMinPanelsPerThread * nt) return {{0, R}, thread_share(W)};
-  const int64_t blocks = (R + kRowBlock - 1) / kRowBlock;
-  const int64_t per = (blocks + nt - 1) / nt;
-  return {{std::min(R, tid * per * kRowBlock), std::min(R, (tid + 1) * per * kRowBlock)}, {0, W}};
+  if (panels >= kMinPanelsPerThread * omp_get_num_threads()) return {{0, R}, thread_share(W)};
+  return {thread_part(R, kRowBlock), {0, W}};
 }
 
 // The forward's packing: X = weight^T (C, OC), buf[i][j] = weight[w + j][k + i].
