@@ -451,6 +451,46 @@ void BM_LayerNormBackward(benchmark::State& state) {
 BENCHMARK(BM_LayerNormForward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_LayerNormBackward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// W1's LayerNorms (768 rows x 128, 64-byte aligned as the model's): arg 0 the forward, 1 the
+// residual add + forward, 2 the backward; bytes as the profile counts them.
+void BM_LayerNormW1(benchmark::State& state) {
+  const int64_t N = 768;
+  const int C = 128;
+  const auto aligned = [](const std::vector<float>& v) {
+    Buffer<float> b(v.size());
+    std::copy(v.begin(), v.end(), b.data());
+    return b;
+  };
+  const Buffer<float> x = aligned(random_vec(N * C, 1)), y = aligned(random_vec(N * C, 4)),
+                      w = aligned(random_vec(C, 2)), b = aligned(random_vec(C, 3)),
+                      dout = aligned(random_vec(N * C, 5));
+  Buffer<float> out(N * C), res(N * C), mean(N), rstd(N), dx(N * C), dw(C), db(C);
+  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  const int kind = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    if (kind == 0) {
+      cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,
+                             C);
+    } else if (kind == 1) {
+      cpu::residual_layernorm_forward(res.data(), out.data(), mean.data(), rstd.data(), x.data(),
+                                      y.data(), w.data(), b.data(), N, C);
+    } else {
+      cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
+                              mean.data(), rstd.data(), N, C);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_bytes(state, (kind == 0 ? 2.0 : 4.0) * N * C * 4);
+}
+BENCHMARK(BM_LayerNormW1)
+    ->Name("W1/LayerNorm")
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // args: N elements, kind (0 tanh, 1 exact), storage (0 float32, 1 bf16 through the 16-bit op)
 void BM_GeluForwardBackward(benchmark::State& state) {
   const int64_t N = state.range(0);

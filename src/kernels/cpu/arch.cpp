@@ -20,6 +20,7 @@
 #include "kernels/ops_arch.h"
 
 #include "kernels/cpu/convert-inl.h"
+#include "kernels/cpu/row_reduce-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nanogpt::cpu::HWY_NAMESPACE {
@@ -71,9 +72,7 @@ void rotate(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, 
 void QkRmsnormForward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
   const int HS = C / NH;
   for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int j) {
-    float ss = 0;
-#pragma omp simd reduction(+ : ss)
-    for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
+    const float ss = row_reduce::dot(v, v, HS);
     const float r = 1.0f / std::sqrt(ss / HS + 1e-5f);
 #pragma omp simd
     for (int i = 0; i < HS; ++i) v[i] *= r;
@@ -97,10 +96,7 @@ void QkRmsnormBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int6
       for (int j = 0; j < 2 * NH; ++j) {
         const float* yj = y + static_cast<int64_t>(j) * HS;
         float* gj = g + static_cast<int64_t>(j) * HS;
-        float gy = 0;
-#pragma omp simd reduction(+ : gy)
-        for (int i = 0; i < HS; ++i) gy += gj[i] * yj[i];
-        gy /= HS;
+        const float gy = row_reduce::dot(gj, yj, HS) / HS;
         const float r = rstd[n * 2 * NH + j];
 #pragma omp simd
         for (int i = 0; i < HS; ++i) gj[i] = r * (gj[i] - yj[i] * gy);

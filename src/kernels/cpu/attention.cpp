@@ -26,6 +26,7 @@
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/attention_workspace.h"
+#include "kernels/cpu/row_reduce-inl.h"
 #include "kernels/cpu/tile_gemm-inl.h"
 #include "kernels/ops.h"
 
@@ -178,12 +179,7 @@ void backward_task(float* dqkv, float* dq, const float* dout, const float* out, 
   float* dbase = dqkv + static_cast<int64_t>(b) * T * ld + h * HS;
   const float* oh = out + static_cast<int64_t>(b) * T * d.C + h * HS;
   float* delta = w.delta;
-  for (int t = 0; t < T; ++t) {
-    float acc = 0;
-#pragma omp simd reduction(+ : acc)
-    for (int x = 0; x < HS; ++x) acc += dob[t * d.C + x] * oh[t * d.C + x];
-    delta[t] = acc;
-  }
+  for (int t = 0; t < T; ++t) delta[t] = row_reduce::dot(dob + t * d.C, oh + t * d.C, HS);
   if (G > 1) std::fill(dq, dq + static_cast<int64_t>(d.TP) * HSP, 0.0f);
   pack_rows(w.qp, base, ld, d);
   pack_rows(w.kp, base + d.C, ld, d);
