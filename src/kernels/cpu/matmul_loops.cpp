@@ -1,6 +1,7 @@
-// The GEMV of decoding and the bias gradient's column sums (matmul_loops.h), compiled for every
-// CPU target (Highway's foreach_target.h; the loops vectorized by the compiler for each, the
-// 16-bit rows widened by convert-inl.h) and dispatched at run time.
+// The GEMV of decoding (row_reduce-inl.h's dot per output) and the bias gradient's column sums
+// (matmul_loops.h), compiled for every CPU target (Highway's foreach_target.h; the column sums
+// vectorized by the compiler for each, the 16-bit rows widened by convert-inl.h) and dispatched at
+// run time.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/matmul_loops.cpp"
 #include "kernels/cpu/matmul_loops.h"
@@ -14,6 +15,7 @@
 
 #include "kernels/cpu/convert-inl.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/row_reduce-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nanogpt::cpu::HWY_NAMESPACE {
@@ -22,10 +24,7 @@ void GemvForward(float* out, const float* x, const float* w, const float* b, int
 #pragma omp parallel for schedule(static)
   for (int o = 0; o < OC; ++o) {
     const float* wo = w + static_cast<int64_t>(o) * C;
-    float acc = 0;
-#pragma omp simd reduction(+ : acc)
-    for (int c = 0; c < C; ++c) acc += wo[c] * x[c];
-    out[o] = acc + (b ? b[o] : 0.0f);
+    out[o] = row_reduce::dot(wo, x, C) + (b ? b[o] : 0.0f);
   }
 }
 
