@@ -319,32 +319,35 @@ TEST(AttentionWorkspaceTest, ReusedScratchGivesTheSameBits) {
   }
 }
 
-// On every CPU target this machine can run.
+// On every CPU target this machine can run; head sizes 32, 30 and 100: whole vectors, partial
+// last vectors, and (HS 100) the four-vector blocks of the weighted values with both tails.
 TEST(AttentionDecodeTest, MatchesReferenceAndLastForwardRow) {
-  testing::for_each_target([&](const std::string&) {
-    const int T = 45, C = 96, NH = 3;
-    const auto qkv = random_normal(size_t(T) * 3 * C, 5);
-    std::vector<float> kc(size_t(T) * C), vc(size_t(T) * C), q(C);
-    for (int t = 0; t < T; ++t) {
-      for (int c = 0; c < C; ++c) {
-        kc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + C + c];
-        vc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + 2 * C + c];
+  for (const auto& [T, C, NH] :
+       {std::tuple{45, 96, 3}, std::tuple{45, 90, 3}, std::tuple{7, 200, 2}}) {
+    testing::for_each_target([&](const std::string&) {
+      const auto qkv = random_normal(size_t(T) * 3 * C, 5);
+      std::vector<float> kc(size_t(T) * C), vc(size_t(T) * C), q(C);
+      for (int t = 0; t < T; ++t) {
+        for (int c = 0; c < C; ++c) {
+          kc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + C + c];
+          vc[size_t(t) * C + c] = qkv[size_t(t) * 3 * C + 2 * C + c];
+        }
       }
-    }
-    for (int c = 0; c < C; ++c) q[c] = qkv[size_t(T - 1) * 3 * C + c];
-    std::vector<float> out(C), out_r(C), full(size_t(T) * C), lse(size_t(NH) * T);
-    cpu::attention_decode(out.data(), q.data(), kc.data(), vc.data(), T, C, NH);
-    ref::attention_decode(out_r.data(), q.data(), kc.data(), vc.data(), T, C, NH);
-    ref::attention_forward(full.data(), lse.data(), qkv.data(), 1, T, C, NH, 0.0f, 0);
-    const std::vector<float> last(full.end() - C, full.end());
-    // |out| <= max|v| (convex combination); score/softmax errors as in the forward test:
-    // 4 sqrt(HS) eps scale sum|qk| (<= ~3 here for unit normals) + 4 sqrt(T) eps, times max|v| ~ 4.
-    const double HS = C / NH;
-    const double tol =
-        4 * 4 * kEps * (std::sqrt(HS) * 3 * std::sqrt(HS) + std::sqrt(double(T)) + 4);
-    expect_within(out, out_r, tol, "decode vs ref");
-    expect_within(out_r, last, 4 * kEps, "ref decode vs ref forward last row");
-  });
+      for (int c = 0; c < C; ++c) q[c] = qkv[size_t(T - 1) * 3 * C + c];
+      std::vector<float> out(C), out_r(C), full(size_t(T) * C), lse(size_t(NH) * T);
+      cpu::attention_decode(out.data(), q.data(), kc.data(), vc.data(), T, C, NH);
+      ref::attention_decode(out_r.data(), q.data(), kc.data(), vc.data(), T, C, NH);
+      ref::attention_forward(full.data(), lse.data(), qkv.data(), 1, T, C, NH, 0.0f, 0);
+      const std::vector<float> last(full.end() - C, full.end());
+      // |out| <= max|v| (convex combination); score/softmax errors as in the forward test: 4
+      // sqrt(HS) eps scale sum|qk| (<= ~3 for unit normals) + 4 sqrt(T) eps, times max|v| ~ 4.
+      const double HS = C / NH;
+      const double tol =
+          4 * 4 * kEps * (std::sqrt(HS) * 3 * std::sqrt(HS) + std::sqrt(double(T)) + 4);
+      expect_within(out, out_r, tol, "decode vs ref");
+      expect_within(out_r, last, 4 * kEps, "ref decode vs ref forward last row");
+    });
+  }
 }
 
 }  // namespace
