@@ -90,11 +90,13 @@ BENCHMARK(BM_MatmulForward)
     ->MATMUL_SHAPES(1)
     ->MATMUL_SHAPES(256)
     ->MATMUL_SHAPES(4096)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_MatmulBackward)
     ->MATMUL_SHAPES(256)
     ->MATMUL_SHAPES(4096)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // One product of a training step's linear layer, float32 or bf16 as the model runs it (ops_lowp.h:
 // the forward writes bf16 (N,OC) activations, or the float32 residual branch when OC == C or the
@@ -144,8 +146,8 @@ void BM_MatmulLowp(benchmark::State& state) {
 void matmul_lowp_shapes(benchmark::internal::Benchmark* b) {
   for (int64_t n : {16384, 4096}) {
     const int64_t c = n == 16384 ? 384 : 768;
-    for (auto [ci, oci, f32_out] : {std::tuple{c, 3 * c, 0}, {c, c, 1}, {c, 4 * c, 0},
-                                    {4 * c, c, 1}}) {
+    for (auto [ci, oci, f32_out] :
+         {std::tuple{c, 3 * c, 0}, {c, c, 1}, {c, 4 * c, 0}, {4 * c, c, 1}}) {
       for (int part : {0, 1, 2}) {
         for (int dt : {0, 1}) b->Args({n, ci, oci, dt, part, f32_out});
       }
@@ -255,8 +257,8 @@ void time_attention(benchmark::State& state, int B, int T, int C, int NH, float 
 
 // args: B, T, dropout*10
 void BM_AttentionForwardBackward(benchmark::State& state) {
-  time_attention(state, static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), 768,
-                 12, state.range(2) / 10.0f);
+  time_attention(state, static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), 768, 12,
+                 state.range(2) / 10.0f);
 }
 BENCHMARK(BM_AttentionForwardBackward)
     ->Args({4, 64, 0})
@@ -264,7 +266,8 @@ BENCHMARK(BM_AttentionForwardBackward)
     ->Args({4, 1024, 2})
     ->Args({1, 2048, 0})
     ->Args({1, 8192, 0})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // W1's attention (nanoGPT's CPU recipe: B 12, 4 heads x 32, T 64), float32, in 64-byte aligned
 // buffers as the model's activations are (heads' 128-byte slices then never share a cache line);
@@ -322,8 +325,14 @@ struct Bf16Attention {
   std::vector<float> lse;
   KernelContext ctx;
   Bf16Attention(int b, int t, int c, int nh)
-      : B(b), T(t), C(c), NH(nh), qkv(size_t(b) * t * 3 * c), dout(size_t(b) * t * c),
-        out(dout.size()), dqkv(qkv.size()) {
+      : B(b),
+        T(t),
+        C(c),
+        NH(nh),
+        qkv(size_t(b) * t * 3 * c),
+        dout(size_t(b) * t * c),
+        out(dout.size()),
+        dqkv(qkv.size()) {
     const auto q32 = random_vec(qkv.size(), 1), d32 = random_vec(dout.size(), 2);
     for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float_to_bf16(q32[i]);
     for (size_t i = 0; i < dout.size(); ++i) dout[i] = float_to_bf16(d32[i]);
@@ -337,8 +346,8 @@ struct Bf16Attention {
   }
 };
 
-// Attention fwd+bwd in bf16 at W2 (args 0) and W3' (args 1) shapes, dropout as the workload (W2 0.2,
-// W3' 0): arg 1 = 0 the native bf16 kernel on the whole batch, 1 the float32 kernel behind
+// Attention fwd+bwd in bf16 at W2 (args 0) and W3' (args 1) shapes, dropout as the workload (W2
+// 0.2, W3' 0): arg 1 = 0 the native bf16 kernel on the whole batch, 1 the float32 kernel behind
 // widening (float16 tensors through the 16-bit op), 2 the bf16 op as the model calls it (batch
 // groups of its own), 3 the native kernel without dropout (its cost at W2). FLOPs as above.
 void BM_AttentionBf16(benchmark::State& state) {
@@ -363,7 +372,10 @@ void BM_AttentionBf16(benchmark::State& state) {
   }
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
 }
-BENCHMARK(BM_AttentionBf16)->ArgsProduct({{0, 1}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionBf16)
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd),
 // through a KernelContext as the model calls it.
@@ -390,7 +402,8 @@ BENCHMARK(BM_AttentionW4)
     ->Args({1024, 2})
     ->Args({4096, 1})
     ->Args({4096, 2})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // W4 in bf16: the native kernel (attention_bf16.h), B 1, 12 heads x 64, fwd+bwd (args: T).
 void BM_AttentionW4Bf16(benchmark::State& state) {
@@ -402,8 +415,13 @@ void BM_AttentionW4Bf16(benchmark::State& state) {
   }
   set_flops(state, attention_flops(B, T, C, false) + attention_flops(B, T, C, true));
 }
-BENCHMARK(BM_AttentionW4Bf16)->Arg(1024)->Arg(2048)->Arg(4096)->Arg(8192)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionW4Bf16)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Arg(4096)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_AttentionForward(benchmark::State& state) {
   const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
@@ -416,7 +434,11 @@ void BM_AttentionForward(benchmark::State& state) {
   }
   set_flops(state, attention_flops(B, T, C, false));
 }
-BENCHMARK(BM_AttentionForward)->Args({4, 64})->Args({4, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionForward)
+    ->Args({4, 64})
+    ->Args({4, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void set_bytes(benchmark::State& state, double bytes) {
   state.counters["GB/s"] =
@@ -451,43 +473,52 @@ void BM_LayerNormBackward(benchmark::State& state) {
 BENCHMARK(BM_LayerNormForward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_LayerNormBackward)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// W1's LayerNorms (768 rows x 128, 64-byte aligned as the model's): arg 0 the forward, 1 the
-// residual add + forward, 2 the backward; bytes as the profile counts them.
-void BM_LayerNormW1(benchmark::State& state) {
-  const int64_t N = 768;
+// W1's LayerNorms (768 rows x 128, 64-byte aligned as the model's) and the CPU speedrun's (2048
+// rows, RMSNorm, bf16 outputs / output gradients): args kind (0 the forward, 1 the residual add +
+// forward, 2 the backward), rows, storage (0 float32, 1 bf16); bytes as the profile counts them.
+void BM_LayerNormSmall(benchmark::State& state) {
+  const int kind = static_cast<int>(state.range(0));
+  const int64_t N = state.range(1);
   const int C = 128;
+  const bool lowp = state.range(2) == 1;
+  const DType t = lowp ? DType::kBF16 : DType::kF32;
+  const NormKind norm = lowp ? NormKind::kRmsNorm : NormKind::kLayerNorm;
   const auto aligned = [](const std::vector<float>& v) {
     Buffer<float> b(v.size());
     std::copy(v.begin(), v.end(), b.data());
     return b;
   };
   const Buffer<float> x = aligned(random_vec(N * C, 1)), y = aligned(random_vec(N * C, 4)),
-                      w = aligned(random_vec(C, 2)), b = aligned(random_vec(C, 3)),
-                      dout = aligned(random_vec(N * C, 5));
-  Buffer<float> out(N * C), res(N * C), mean(N), rstd(N), dx(N * C), dw(C), db(C);
-  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-  const int kind = static_cast<int>(state.range(0));
+                      w = aligned(random_vec(C, 2)), dout32 = aligned(random_vec(N * C, 5));
+  const float* bias = nullptr;
+  const size_t es = dtype_size(t);
+  Buffer<std::byte> out(N * C * es), dout(N * C * es);
+  Buffer<float> res(N * C), mean(N), rstd(N), dx(N * C), dw(C), db(C);
+  cpu::convert(TypedPtr(dout.data(), t), dout32.data(), N * C);
+  KernelContext ctx;
+  cpu::layernorm_forward(ctx, TypedPtr(out.data(), t), mean.data(), rstd.data(), x.data(), w.data(),
+                         bias, N, C, norm);
   for (auto _ : state) {
     if (kind == 0) {
-      cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,
-                             C);
+      cpu::layernorm_forward(ctx, TypedPtr(out.data(), t), mean.data(), rstd.data(), x.data(),
+                             w.data(), bias, N, C, norm);
     } else if (kind == 1) {
-      cpu::residual_layernorm_forward(res.data(), out.data(), mean.data(), rstd.data(), x.data(),
-                                      y.data(), w.data(), b.data(), N, C);
+      cpu::residual_layernorm_forward(ctx, res.data(), TypedPtr(out.data(), t), mean.data(),
+                                      rstd.data(), x.data(), y.data(), w.data(), bias, N, C, norm);
     } else {
-      cpu::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(),
-                              mean.data(), rstd.data(), N, C);
+      cpu::layernorm_backward(ctx, dx.data(), dw.data(), nullptr, ConstTypedPtr(dout.data(), t),
+                              x.data(), w.data(), mean.data(), rstd.data(), N, C, norm);
     }
     benchmark::DoNotOptimize(out.data());
     benchmark::DoNotOptimize(dx.data());
   }
-  set_bytes(state, (kind == 0 ? 2.0 : 4.0) * N * C * 4);
+  const double e = static_cast<double>(es);
+  set_bytes(state, static_cast<double>(N) * C * (kind == 0 ? 4 + e : kind == 1 ? 12 + e : 12 + e));
 }
-BENCHMARK(BM_LayerNormW1)
+BENCHMARK(BM_LayerNormSmall)
     ->Name("W1/LayerNorm")
-    ->Arg(0)
-    ->Arg(1)
-    ->Arg(2)
+    ->ArgsProduct({{0, 1, 2}, {768}, {0}})
+    ->ArgsProduct({{0, 1, 2}, {2048}, {1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
@@ -514,7 +545,8 @@ BENCHMARK(BM_GeluForwardBackward)
     ->Args({4096 * 3072, 0, 0})
     ->Args({4096 * 3072, 1, 0})
     ->Args({4096 * 3072, 0, 1})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The MLP's GELU half, forward + backward, fused (matmul_gelu_forward, gelu_matmul_backward) or
 // unfused (matmul, gelu, their backwards and the zeroing the model does), in float32 or bf16.
@@ -574,7 +606,8 @@ void BM_MlpGelu(benchmark::State& state) {
 BENCHMARK(BM_MlpGelu)
     ->ArgsProduct({{16384}, {384}, {0, 1}, {0, 1}, {0, 1, 2}})  // W2: B 64 x T 256, C 384
     ->ArgsProduct({{4096}, {768}, {0, 1}, {0, 1}, {0}})         // W3': B 4 x T 1024, C 768
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The optimizer step after the backward at GPT-2 124M (vocab 50304): norm, clipping (active:
 // max_norm below the norm), AdamW, zeroed gradients, and with bf16 the 16-bit weight copy.
@@ -614,7 +647,9 @@ void BM_OptimizerStep124M(benchmark::State& state) {
 }
 BENCHMARK(BM_OptimizerStep124M)
     ->ArgsProduct({{0, 1}, {0, 1}})
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(6);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(6);
 
 // Newton-Schulz orthogonalization (Muon), 5 steps, on the CPU speedrun's hidden matrices (C 128:
 // c_attn (384, 128), attn c_proj (128, 128), c_fc (512, 128), mlp c_proj (128, 512)), the baby
@@ -639,7 +674,8 @@ BENCHMARK(BM_NewtonSchulz)
     ->ArgsProduct({{128}, {512}, {0, 1}})
     ->ArgsProduct({{1536}, {384}, {0, 1}})  // the baby GPT's c_fc
     ->ArgsProduct({{3072}, {768}, {0, 1}})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // args: N rows; V 50257 of Vp 50304, in place.
 void BM_CrossEntropyFused(benchmark::State& state) {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "kernels/context.h"
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/convert-inl.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/row_reduce-inl.h"
 #include "kernels/ops.h"
@@ -215,7 +215,7 @@ void LayernormForwardTyped(TypedPtr out, float* mean, float* rstd, const float* 
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
       layernorm_row(row.data(), mean + n, rstd + n, inp + n * C, weight, bias, C, norm);
-      narrow(out.at(n * C), row.data(), C);
+      NarrowSpan(out.at(n * C), row.data(), C);
     }
   }
 }
@@ -235,7 +235,7 @@ void ResidualLayernormForwardTyped(float* res, TypedPtr out, float* mean, float*
 #pragma omp simd
       for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
       layernorm_row(row.data(), mean + n, rstd + n, r, weight, bias, C, norm);
-      narrow(out.at(n * C), row.data(), C);
+      NarrowSpan(out.at(n * C), row.data(), C);
     }
   }
 }
@@ -249,7 +249,7 @@ void LayernormBackwardTyped(float* dinp, float* dweight, float* dbias, ConstType
   layernorm_backward_rows(
       dinp, dweight, dbias,
       [dout, C](int64_t n, float* buf) {
-        widen(buf, dout.at(n * C), C);
+        WidenSpan(buf, dout.at(n * C), C);
         return static_cast<const float*>(buf);
       },
       inp, weight, mean, rstd, N, C, norm);
