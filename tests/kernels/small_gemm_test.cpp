@@ -24,7 +24,6 @@ using testing::expect_within;
 using testing::random_normal;
 using testing::ScopedOmpThreads;
 
-
 class SmallGemmTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
 
 TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
@@ -50,8 +49,8 @@ TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
     const auto dinp0 = random_normal(size_t(N) * C, 5);
     const auto dw0 = random_normal(size_t(OC) * C, 6);
     auto dinp_r = dinp0, dw_r = dw0;
-    ref::matmul_backward(dinp_r.data(), dw_r.data(), nullptr, dout.data(), inp.data(), w.data(), N, C,
-                         OC);
+    ref::matmul_backward(dinp_r.data(), dw_r.data(), nullptr, dout.data(), inp.data(), w.data(), N,
+                         C, OC);
     const auto adout = abs_of(dout);
     auto mdinp = abs_of(dinp0), mdw = abs_of(dw0);
     ref::matmul_backward(mdinp.data(), mdw.data(), nullptr, adout.data(), ainp.data(), aw.data(), N,
@@ -62,12 +61,13 @@ TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
     // dbias: column sums of dout added to nonzero values.
     const auto db0 = random_normal(OC, 7);
     auto db_r = db0, mdb = abs_of(db0);
-    ref::matmul_backward(nullptr, nullptr, db_r.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+    ref::matmul_backward(nullptr, nullptr, db_r.data(), dout.data(), inp.data(), w.data(), N, C,
+                         OC);
     ref::matmul_backward(nullptr, nullptr, mdb.data(), adout.data(), ainp.data(), aw.data(), N, C,
                          OC);
     auto db = db0;
-    cpu::small_gemm_backward(nullptr, true, nullptr, db.data(), dout.data(), inp.data(), w.data(), N,
-                             C, OC);
+    cpu::small_gemm_backward(nullptr, true, nullptr, db.data(), dout.data(), inp.data(), w.data(),
+                             N, C, OC);
     expect_within(db, db_r, dot_tolerance(mdb, db_r, N + 1), "dbias");
     auto db_all = db0;  // with both products in the same region: the same floats
     std::vector<float> dinp_all = dinp0, dw_all = dw0;
@@ -76,8 +76,8 @@ TEST_P(SmallGemmTest, ForwardAndBackwardMatchReference) {
     EXPECT_EQ(db_all, db) << "dbias with the products";
 
     auto dinp = dinp0, dw = dw0;
-    cpu::small_gemm_backward(dinp.data(), true, dw.data(), nullptr, dout.data(), inp.data(), w.data(),
-                             N, C, OC);
+    cpu::small_gemm_backward(dinp.data(), true, dw.data(), nullptr, dout.data(), inp.data(),
+                             w.data(), N, C, OC);
     expect_within(dinp, dinp_r, tol_dinp, "dinp");
     expect_within(dw, dw_r, tol_dw, "dweight");
 
@@ -154,38 +154,43 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SmallGemmTest,
                                            std::make_tuple(768, 512, 128)));
 
 // Each output element is one FMA chain whatever the thread split: same bytes on 1, 2, 3 threads.
+// 300 rows: the forward and input-gradient products by row bands; 40 rows (3 bands, 1.2M
+// multiply-adds): by columns.
 TEST(SmallGemmThreads, ResultsDoNotDependOnTheThreadCount) {
-  testing::for_each_target([&](const std::string&) {
-    const int N = 300, C = 208, OC = 144;  // 9M multiply-adds: parallel regions
-    const auto inp = random_normal(size_t(N) * C, 11), w = random_normal(size_t(OC) * C, 12, 0.2f);
-    const auto b = random_normal(OC, 13), dout = random_normal(size_t(N) * OC, 14);
-    const ScopedOmpThreads omp_threads;
-    std::vector<float> out0, dinp0, dw0, act0, dpre0, db0;
-    for (const int threads : {1, 2, 3}) {
-      omp_threads.set(threads);
-      std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f), dw(size_t(OC) * C, -0.25f),
-          db(OC, 0.125f);
-      cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
-      cpu::small_gemm_backward(dinp.data(), true, dw.data(), db.data(), dout.data(), inp.data(),
-                               w.data(), N, C, OC);
-      // The GELU-fused forms: (N, C) x (C, OC) then the backward of gelu (N, C) x (C, OC).
-      std::vector<float> act(out.size()), dpre(size_t(N) * C);
-      cpu::small_gemm_gelu_forward(out.data(), act.data(), inp.data(), w.data(), b.data(), N, C, OC,
-                                   MlpActivation::kTanh);
-      cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), nullptr, dout.data(), inp.data(),
-                                    w.data(), N, C, OC, MlpActivation::kTanh);
-      if (threads == 1) {
-        out0 = out, dinp0 = dinp, dw0 = dw, act0 = act, dpre0 = dpre, db0 = db;
-      } else {
-        EXPECT_EQ(out, out0) << threads << " threads: out";
-        EXPECT_EQ(dinp, dinp0) << threads << " threads: dinp";
-        EXPECT_EQ(dw, dw0) << threads << " threads: dweight";
-        EXPECT_EQ(act, act0) << threads << " threads: gelu";
-        EXPECT_EQ(dpre, dpre0) << threads << " threads: dpre";
-        EXPECT_EQ(db, db0) << threads << " threads: dbias";
+  for (const int N : {300, 40}) {
+    testing::for_each_target([&](const std::string&) {
+      const int C = 208, OC = 144;  // 9M / 1.2M multiply-adds: parallel regions
+      const auto inp = random_normal(size_t(N) * C, 11),
+                 w = random_normal(size_t(OC) * C, 12, 0.2f);
+      const auto b = random_normal(OC, 13), dout = random_normal(size_t(N) * OC, 14);
+      const ScopedOmpThreads omp_threads;
+      std::vector<float> out0, dinp0, dw0, act0, dpre0, db0;
+      for (const int threads : {1, 2, 3}) {
+        omp_threads.set(threads);
+        std::vector<float> out(size_t(N) * OC), dinp(size_t(N) * C, 0.5f),
+            dw(size_t(OC) * C, -0.25f), db(OC, 0.125f);
+        cpu::small_gemm_forward(out.data(), inp.data(), w.data(), b.data(), N, C, OC);
+        cpu::small_gemm_backward(dinp.data(), true, dw.data(), db.data(), dout.data(), inp.data(),
+                                 w.data(), N, C, OC);
+        // The GELU-fused forms: (N, C) x (C, OC) then the backward of gelu (N, C) x (C, OC).
+        std::vector<float> act(out.size()), dpre(size_t(N) * C);
+        cpu::small_gemm_gelu_forward(out.data(), act.data(), inp.data(), w.data(), b.data(), N, C,
+                                     OC, MlpActivation::kTanh);
+        cpu::small_gemm_gelu_backward(dpre.data(), dw.data(), nullptr, dout.data(), inp.data(),
+                                      w.data(), N, C, OC, MlpActivation::kTanh);
+        if (threads == 1) {
+          out0 = out, dinp0 = dinp, dw0 = dw, act0 = act, dpre0 = dpre, db0 = db;
+        } else {
+          EXPECT_EQ(out, out0) << threads << " threads: out";
+          EXPECT_EQ(dinp, dinp0) << threads << " threads: dinp";
+          EXPECT_EQ(dw, dw0) << threads << " threads: dweight";
+          EXPECT_EQ(act, act0) << threads << " threads: gelu";
+          EXPECT_EQ(dpre, dpre0) << threads << " threads: dpre";
+          EXPECT_EQ(db, db0) << threads << " threads: dbias";
+        }
       }
-    }
-  });
+    });
+  }
 }
 
 TEST(SmallGemmFits, SmallShapesWithWholeVectorsOnly) {

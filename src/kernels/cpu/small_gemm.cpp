@@ -3,10 +3,12 @@
 // copied into a contiguous 32 KB buffer (its rows are 512 B or 1.5 KB apart in the source, which
 // puts them in a few L1 sets: unpacked, the tiles ran at ~30% of the FMA rate) that stays in L1
 // while the register tiles of tile_gemm-inl.h walk down all rows; the other operand is read by
-// broadcasts. One parallel region per call, threads owning disjoint output columns (so each packs
-// only its own panels) or, where there are too few panels to go round, disjoint row bands (each
-// packs every panel, each writes whole rows); every output element is the same chain of FMAs over
-// k = 0, 1, ... whatever the split, so results do not depend on the thread count.
+// broadcasts. One parallel region per call. The forward and input-gradient products give each
+// thread a band of rows wherever there are enough (each packs every panel and reads and writes the
+// same rows as the row-wise ops before and after it: no line moves between cores), else its
+// columns; the weight gradient gives each thread its columns (each packs only its own panels).
+// Every output element is the same chain of FMAs over k = 0, 1, ... whatever the split, so results
+// do not depend on the thread count.
 // The MLP's GELU rides along in the same region (small_gemm_gelu_*): in the forward as an epilogue
 // on each row block while it is in L1; in the backward the recomputed gelu(pre) is written straight
 // into the packed panel of the dweight product and the derivative is the epilogue of the dinp
@@ -41,12 +43,14 @@ constexpr int kPanel = 64;     // columns per panel: one 4 x 64 register tile wi
 constexpr int kRowBlock = 16;  // rows per tile_gemm call (the bias is added while they are in L1)
 // Below this many multiply-adds (~10 us on one thread) a product runs on the calling thread.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 20;
-// With fewer column panels than this per thread, a product whose rows can be split is split by
-// rows. Measured on W1's shapes (768 rows; bench_kernels W1/Gemm, two threads, AMD EPYC): with one
-// or three 64-column panels a thread, column shares ran at 53-72% of the FMA peak and row bands at
-// 72-79% (the 128-column projection 82 -> 70 us); with four (the 512-column dinp) columns were
-// ~5% faster, the panel packed once for all 768 rows instead of twice.
-constexpr int64_t kMinPanelsPerThread = 4;
+// With at least this many bands of kRowBlock rows per thread, the forward and input-gradient
+// products are split by rows, else by columns. W1 (768 rows, 48 bands; AMD EPYC, two threads):
+// in bench_kernels W1/Gemm alone the 512-column products ran ~5% faster by columns (each panel
+// packed once for all rows instead of once per thread), but in the step by rows the MLP's outputs
+// stay on the core that computes the next row-wise op: by rows 8 of 8 rounds faster, 19.1-20.1 vs
+// 19.6-20.4 ms a step (busy minutes). With one to three panels a thread, rows were faster alone
+// too (the 128-column projection 82 -> 70 us).
+constexpr int64_t kMinBandsPerThread = 4;
 
 // This thread's share [begin, end) of `count` items, cut at multiples of `unit`.
 struct Range {
@@ -103,14 +107,16 @@ void add_bias(float* o, int64_t ldo, int rows, const float* bias, int64_t w, int
   }
 }
 
-// This thread's share of an (R, W) output: {rows, columns}, by columns when there are at least
-// kMinPanelsPerThread panels per thread, else by bands of kRowBlock rows.
+// This thread's share of an (R, W) output: {rows, columns}, by bands of kRowBlock rows when there
+// are at least kMinBandsPerThread bands per thread (or too few panels to go round), else by
+// columns.
 struct Share {
   Range rows, cols;
 };
 Share thread_share_2d(int64_t R, int64_t W) {
-  const int64_t panels = (W + kPanel - 1) / kPanel;
-  if (panels >= kMinPanelsPerThread * omp_get_num_threads()) return {{0, R}, thread_share(W)};
+  const int64_t nt = omp_get_num_threads();
+  const int64_t bands = (R + kRowBlock - 1) / kRowBlock, panels = (W + kPanel - 1) / kPanel;
+  if (bands < kMinBandsPerThread * nt && panels >= nt) return {{0, R}, thread_share(W)};
   return {thread_part(R, kRowBlock), {0, W}};
 }
 
@@ -166,13 +172,20 @@ void SmallGemmForward(float* out, const float* inp, const float* weight, const f
 void SmallGemmGeluForward(float* out, float* act, const float* inp, const float* weight,
                           const float* bias, int64_t N, int C, int OC, MlpActivation kind) {
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
-  panel_gemm(out, OC, inp, C, 1, N, C, thread_share(OC), false, pack_weight_transposed(weight, C),
-             [&](float* o, int64_t r, int rows, int64_t w, int pw) {
-               add_bias(o, OC, rows, bias, w, pw);
-               for (int i = 0; i < rows; ++i) {
-                 gelu_math::forward_serial(act + (r + i) * OC + w, o + i * OC, pw, kind);
-               }
-             });
+  {
+    const Share share = thread_share_2d(N, OC);
+    const int64_t r0 = share.rows.begin;
+    if (r0 < share.rows.end) {
+      panel_gemm(out + r0 * OC, OC, inp + r0 * C, C, 1, share.rows.end - r0, C, share.cols, false,
+                 pack_weight_transposed(weight, C),
+                 [&](float* o, int64_t r, int rows, int64_t w, int pw) {
+                   add_bias(o, OC, rows, bias, w, pw);
+                   for (int i = 0; i < rows; ++i) {
+                     gelu_math::forward_serial(act + (r0 + r + i) * OC + w, o + i * OC, pw, kind);
+                   }
+                 });
+    }
+  }
 }
 
 void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
@@ -219,17 +232,21 @@ void SmallGemmGeluBackward(float* dpre, float* dweight, float* dbias, const floa
     const Range cols = thread_share(C);
     // dpre (N,C) = d(gelu) = dout (N,OC) . weight (OC,C), then in the epilogue (each row of the
     // block in place) dpre = d(gelu) * gelu'(pre): gelu_backward_overwrite's element code.
-    panel_gemm(
-        dpre, C, dout, OC, 1, N, OC, cols, false,
-        [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-          pack_rows(buf, weight, C, k, kc, w, pw);
-        },
-        [&](float* o, int64_t r, int rows, int64_t w, int pw) {
-          for (int i = 0; i < rows; ++i) {
-            gelu_math::backward_serial<false>(o + i * C, pre + (r + i) * C + w, o + i * C, pw,
-                                              kind);
-          }
-        });
+    const Share share = thread_share_2d(N, C);
+    const int64_t r0 = share.rows.begin;
+    if (r0 < share.rows.end) {
+      panel_gemm(
+          dpre + r0 * C, C, dout + r0 * OC, OC, 1, share.rows.end - r0, OC, share.cols, false,
+          [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+            pack_rows(buf, weight, C, k, kc, w, pw);
+          },
+          [&](float* o, int64_t r, int rows, int64_t w, int pw) {
+            for (int i = 0; i < rows; ++i) {
+              gelu_math::backward_serial<false>(o + i * C, pre + (r0 + r + i) * C + w, o + i * C,
+                                                pw, kind);
+            }
+          });
+    }
     if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . gelu(pre) (N,C), packed as computed
       panel_gemm(
           dweight, C, dout, 1, OC, OC, N, cols, true,
