@@ -6,9 +6,9 @@
 // broadcasts. One parallel region per call. The forward and input-gradient products give each
 // thread a band of rows wherever there are enough (each packs every panel and reads and writes the
 // same rows as the row-wise ops before and after it: no line moves between cores), else its
-// columns; the weight gradient gives each thread its columns (each packs only its own panels).
-// Every output element is the same chain of FMAs over k = 0, 1, ... whatever the split, so results
-// do not depend on the thread count.
+// columns. The weight gradient sums over two fixed halves of the rows (weight_grad), half the
+// threads each, each thread its columns of its half. Every output element is the same chains of
+// FMAs whatever the split, so results do not depend on the thread count.
 // The MLP's GELU rides along in the same region (small_gemm_gelu_*): in the forward as an epilogue
 // on each row block while it is in L1; in the backward the recomputed gelu(pre) is written straight
 // into the packed panel of the dweight product and the derivative is the epilogue of the dinp
@@ -19,18 +19,20 @@
 #include "kernels/cpu/fixed_width_targets.h"  // first, before any Highway header
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/small_gemm.cpp"
-#include "kernels/cpu/small_gemm.h"
-
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 
+#include "core/check.h"
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/gelu_math.h"
+#include "kernels/cpu/small_gemm.h"
 #include "kernels/cpu/tile_gemm-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -61,6 +63,13 @@ Range thread_part(int64_t count, int64_t unit) {
   const int64_t units = (count + unit - 1) / unit;
   const int64_t per = (units + nt - 1) / nt;
   return {std::min(count, tid * per * unit), std::min(count, (tid + 1) * per * unit)};
+}
+
+// Part t of nt of `count` items, cut at multiples of `unit`.
+Range part_of(int64_t count, int64_t unit, int t, int nt) {
+  const int64_t units = (count + unit - 1) / unit;
+  const int64_t per = (units + nt - 1) / nt;
+  return {std::min(count, t * per * unit), std::min(count, (t + 1) * per * unit)};
 }
 
 // This thread's share of `count` columns, cut at panel boundaries.
@@ -151,6 +160,62 @@ void column_sums(float* dbias, const float* dout, int64_t N, int OC, Range cols)
   }
 }
 
+// The weight gradient's sums over the second half of the rows (n floats, not zeroed; none for
+// n = 0).
+std::unique_ptr<float[], decltype(&std::free)> half_buffer(int64_t n) {
+  float* p = n > 0 ? static_cast<float*>(std::aligned_alloc(
+                         64, (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64))
+                   : nullptr;
+  CHECK(n == 0 || p != nullptr, "small_gemm: out of memory for {} floats", n);
+  return {p, &std::free};
+}
+
+// The first row of the weight gradient's second half of the N rows: where the row-split products
+// of two threads cut them (a multiple of kRowBlock).
+int64_t second_half(int64_t N) { return part_of(N, kRowBlock, 1, 2).begin; }
+
+// Inside the region: dweight (OC, C) += dout^T (OC, N) . X (N, C), X's rows packed by
+// pack_x(buf, n, kc, w, pw) (rows n.., columns w..), summed in two halves of the rows: the first
+// into dweight, the second from zero into `half` (OC, C), added after a barrier; the same sums,
+// so the same bits, on any number of threads. The first half of the threads takes the first half
+// of the rows, the others the second, each its columns: each thread then reads the rows of dout
+// and X that the row-split products and row-wise ops gave it. Summed over all rows by columns (one
+// chain per element), every thread read every row, half of them from the other core's cache:
+// W1 fp32 8 of 8 rounds slower, 16.6-20.0 vs 15.3-19.1 ms a step (AMD EPYC, 2 threads).
+template <class PackX>
+void weight_grad(float* dweight, float* half, const float* dout, int64_t N, int C, int OC,
+                 PackX&& pack_x) {
+  const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+  const int64_t mid = second_half(N);
+  const auto first = [&](Range cols) {
+    panel_gemm(dweight, C, dout, 1, OC, OC, mid, cols, true, pack_x, kNoEpilogue);
+  };
+  const auto second = [&](Range cols) {
+    panel_gemm(
+        half, C, dout + mid * OC, 1, OC, OC, N - mid, cols, false,
+        [&](float* buf, int64_t k, int kc, int64_t w, int pw) { pack_x(buf, mid + k, kc, w, pw); },
+        kNoEpilogue);
+  };
+  if (nt == 1) {
+    first({0, C});
+    if (mid < N) second({0, C});
+  } else {
+    const int g0 = nt / 2;
+    if (tid < g0) {
+      first(part_of(C, kPanel, tid, g0));
+    } else if (mid < N) {
+      second(part_of(C, kPanel, tid - g0, nt - g0));
+    }
+  }
+  if (mid >= N) return;
+#pragma omp barrier
+  const Range rows = part_of(OC, 1, tid, nt);
+  for (int64_t r = rows.begin; r < rows.end; ++r) {
+#pragma omp simd
+    for (int c = 0; c < C; ++c) dweight[r * C + c] += half[r * C + c];
+  }
+}
+
 }  // namespace
 
 void SmallGemmForward(float* out, const float* inp, const float* weight, const float* bias,
@@ -192,12 +257,12 @@ void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float*
                        const float* dout, const float* inp, const float* weight, int64_t N, int C,
                        int OC) {
   if (!dinp && !dweight && !dbias) return;
-    // One region for both products and the bias sums (all independent): each thread takes its
-    // columns of each.
+  const auto half = half_buffer(dweight ? int64_t{OC} * C : 0);
+  // One region for both products and the bias sums (all independent): each thread takes its
+  // columns of each.
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
     column_sums(dbias, dout, N, OC, thread_share(OC));
-    const Range cols = thread_share(C);
     if (dinp) {  // dinp (N,C) (+)= dout (N,OC) . weight (OC,C), by rows or columns
       const Share share = thread_share_2d(N, C);
       const int64_t r0 = share.rows.begin;
@@ -211,14 +276,11 @@ void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float*
             kNoEpilogue);
       }
     }
-    // dweight by columns always: by rows each thread packed all of inp (K = N rows), 10-30% slower.
     if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . inp (N,C)
-      panel_gemm(
-          dweight, C, dout, 1, OC, OC, N, cols, true,
-          [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-            pack_rows(buf, inp, C, k, kc, w, pw);
-          },
-          kNoEpilogue);
+      weight_grad(dweight, half.get(), dout, N, C, OC,
+                  [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+                    pack_rows(buf, inp, C, k, kc, w, pw);
+                  });
     }
   }
 }
@@ -226,10 +288,10 @@ void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float*
 void SmallGemmGeluBackward(float* dpre, float* dweight, float* dbias, const float* dout,
                            const float* pre, const float* weight, int64_t N, int C, int OC,
                            MlpActivation kind) {
+  const auto half = half_buffer(dweight ? int64_t{OC} * C : 0);
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
     column_sums(dbias, dout, N, OC, thread_share(OC));
-    const Range cols = thread_share(C);
     // dpre (N,C) = d(gelu) = dout (N,OC) . weight (OC,C), then in the epilogue (each row of the
     // block in place) dpre = d(gelu) * gelu'(pre): gelu_backward_overwrite's element code.
     const Share share = thread_share_2d(N, C);
@@ -248,14 +310,12 @@ void SmallGemmGeluBackward(float* dpre, float* dweight, float* dbias, const floa
           });
     }
     if (dweight) {  // dweight (OC,C) += dout^T (OC,N) . gelu(pre) (N,C), packed as computed
-      panel_gemm(
-          dweight, C, dout, 1, OC, OC, N, cols, true,
-          [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
-            for (int i = 0; i < kc; ++i) {
-              gelu_math::forward_serial(buf + i * pw, pre + (k + i) * C + w, pw, kind);
-            }
-          },
-          kNoEpilogue);
+      weight_grad(dweight, half.get(), dout, N, C, OC,
+                  [&](float* buf, int64_t k, int kc, int64_t w, int pw) {
+                    for (int i = 0; i < kc; ++i) {
+                      gelu_math::forward_serial(buf + i * pw, pre + (k + i) * C + w, pw, kind);
+                    }
+                  });
     }
   }
 }

@@ -1,7 +1,7 @@
 // The float32 fully connected layer on small shapes (nanoGPT's CPU recipe: 768 rows x 128..512),
 // where oneDNN's per-call overhead and its split over two threads cost more than the products:
 // register tiles of tile_gemm-inl.h over cache-sized panels, one OpenMP region per product, each
-// output element summed by one thread in a fixed order (bit-identical for any thread count).
+// output element summed in a fixed order (bit-identical for any thread count).
 // Internal to kernels/cpu; matmul.cpp routes the shapes small_gemm_fits accepts here.
 #pragma once
 
@@ -28,8 +28,10 @@ void small_gemm_gelu_forward(float* out, float* act, const float* inp, const flo
                              const float* bias, int64_t N, int C, int OC, MlpActivation kind);
 
 // dinp (N,C) += dout (N,OC) . weight (OC,C) (= when !accumulate_dinp), dweight (OC,C) +=
-// dout^T . inp (N,C) and dbias (OC) += column sums of dout (each column summed in row order from
-// zero, then added: matmul.cpp's order), each pointer nullable, in one parallel region.
+// dout^T . inp (N,C) (the first half of the rows summed onto dweight, the second from zero and
+// then added: the same on any number of threads) and dbias (OC) += column sums of dout (each
+// column summed in row order from zero, then added: matmul.cpp's order), each pointer nullable,
+// in one parallel region.
 void small_gemm_backward(float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
                          const float* dout, const float* inp, const float* weight, int64_t N, int C,
                          int OC);
