@@ -54,22 +54,19 @@ constexpr int64_t kMinParallelMacs = int64_t{1} << 20;
 // too (the 128-column projection 82 -> 70 us).
 constexpr int64_t kMinBandsPerThread = 4;
 
-// This thread's share [begin, end) of `count` items, cut at multiples of `unit`.
+// Part t of nt of `count` items, [begin, end) cut at multiples of `unit`.
 struct Range {
   int64_t begin, end;
 };
-Range thread_part(int64_t count, int64_t unit) {
-  const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
-  const int64_t units = (count + unit - 1) / unit;
-  const int64_t per = (units + nt - 1) / nt;
-  return {std::min(count, tid * per * unit), std::min(count, (tid + 1) * per * unit)};
-}
-
-// Part t of nt of `count` items, cut at multiples of `unit`.
 Range part_of(int64_t count, int64_t unit, int t, int nt) {
   const int64_t units = (count + unit - 1) / unit;
   const int64_t per = (units + nt - 1) / nt;
   return {std::min(count, t * per * unit), std::min(count, (t + 1) * per * unit)};
+}
+
+// This thread's share of `count` items, cut at multiples of `unit`.
+Range thread_part(int64_t count, int64_t unit) {
+  return part_of(count, unit, omp_get_thread_num(), omp_get_num_threads());
 }
 
 // This thread's share of `count` columns, cut at panel boundaries.
@@ -258,8 +255,8 @@ void SmallGemmBackward(float* dinp, bool accumulate_dinp, float* dweight, float*
                        int OC) {
   if (!dinp && !dweight && !dbias) return;
   const auto half = half_buffer(dweight ? int64_t{OC} * C : 0);
-  // One region for both products and the bias sums (all independent): each thread takes its
-  // columns of each.
+  // One region for both products and the bias sums (all independent): dinp by rows (or columns),
+  // dweight by halves of the rows (weight_grad), dbias by columns.
 #pragma omp parallel if (N * C * OC >= kMinParallelMacs)
   {
     column_sums(dbias, dout, N, OC, thread_share(OC));
