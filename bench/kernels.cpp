@@ -513,7 +513,7 @@ void BM_LayerNormSmall(benchmark::State& state) {
     benchmark::DoNotOptimize(dx.data());
   }
   const double e = static_cast<double>(es);
-  set_bytes(state, static_cast<double>(N) * C * (kind == 0 ? 4 + e : kind == 1 ? 12 + e : 12 + e));
+  set_bytes(state, static_cast<double>(N) * C * (kind == 0 ? 4 + e : 12 + e));
 }
 BENCHMARK(BM_LayerNormSmall)
     ->Name("W1/LayerNorm")
