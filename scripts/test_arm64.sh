@@ -9,12 +9,24 @@
 # what changed. Exits non-zero at the first failure, whatever CTest would say (CTest is not used).
 # Prints the seconds of each phase. .ci/run runs it after the test suite.
 #
-# Environment: NANOGPT_ARM64_BUILD_DIR (build-arm64), NANOGPT_ARM64_JOBS (2).
+# Bounded on any host: the emulated tests run with NANOGPT_TEST_EMULATED=1, which gives the tests
+# that are slow under emulation smaller shapes of the same paths (tests/emulation.h; the native
+# suite keeps the large ones), and each emulated phase has a time limit; past it the check fails
+# naming the test that was running (qemu's SVE runs each vector op in a helper call, far slower
+# than its inline NEON, and slower still on some hosts: an Intel Xeon took minutes where AMD took
+# seconds).
+#
+# Environment: NANOGPT_ARM64_BUILD_DIR (build-arm64), NANOGPT_ARM64_JOBS (2),
+# NANOGPT_ARM64_TEST_LIMIT_S (seconds each emulated test binary may run, 180),
+# NANOGPT_ARM64_RUN_LIMIT_S (seconds each emulated --version, prepare or training run may take, 120).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=${NANOGPT_ARM64_BUILD_DIR:-build-arm64}
 JOBS=${NANOGPT_ARM64_JOBS:-2}
+TEST_LIMIT_S=${NANOGPT_ARM64_TEST_LIMIT_S:-180}
+RUN_LIMIT_S=${NANOGPT_ARM64_RUN_LIMIT_S:-120}
+export NANOGPT_TEST_EMULATED=1
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 script_start=$SECONDS
 phase_start=$SECONDS
@@ -22,6 +34,18 @@ phase_start=$SECONDS
 fail() {
   echo "test_arm64: FAILED: $*" >&2
   exit 1
+}
+# emulated LIMIT_S WHAT CMD...: runs CMD under `timeout`; past LIMIT_S seconds it fails naming WHAT
+# (and the caller prints the test that was running). Returns CMD's status otherwise.
+emulated() {
+  local limit=$1 what=$2 rc=0
+  shift 2
+  timeout --kill-after=10 "$limit" "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "test_arm64: TIME LIMIT: $what ran past its limit of $limit s under emulation" >&2
+    return 124
+  fi
+  return "$rc"
 }
 # Ends a phase: prints its seconds and the total so far.
 phase_done() {
@@ -97,8 +121,9 @@ if [ ! -f "$CORPUS" ]; then  # outside this project's checkout layout: the defau
 fi
 DATA=$BUILD/tiny-data
 if [ ! -f "$DATA/meta.json" ]; then
-  OMP_NUM_THREADS=2 qemu-aarch64 -cpu max "$BUILD/nanogpt" prepare "${PREPARE_ARGS[@]}" \
-    "--out_dir=$DATA" --progress=False || fail "nanogpt prepare of $CORPUS under qemu-aarch64"
+  OMP_NUM_THREADS=2 emulated "$RUN_LIMIT_S" "nanogpt prepare" qemu-aarch64 -cpu max \
+    "$BUILD/nanogpt" prepare "${PREPARE_ARGS[@]}" "--out_dir=$DATA" --progress=False ||
+    fail "nanogpt prepare of $CORPUS under qemu-aarch64"
 fi
 phase_done prepare
 
@@ -117,7 +142,8 @@ run_on_cpu() {
   export OMP_NUM_THREADS=2
   echo "test_arm64: === $name: qemu-aarch64 -cpu $cpu ==="
   local version target
-  version=$("${qemu[@]}" "$BUILD/nanogpt" --version) || fail "$name: nanogpt --version under -cpu $cpu"
+  version=$(emulated "$RUN_LIMIT_S" "$name: nanogpt --version" "${qemu[@]}" "$BUILD/nanogpt" --version) ||
+    fail "$name: nanogpt --version under -cpu $cpu"
   echo "$version"
   target=$(sed -n 's/^CPU target: *//p' <<<"$version")
   [[ "$target" =~ ^($expect)\  ]] ||
@@ -127,24 +153,36 @@ run_on_cpu() {
   echo "test_arm64: $name: CPU target line OK: $target"
   phase_done "$name: --version"
 
-  local t log
+  local t log rc running
   for t in test_kernels test_optim; do
     log=$BUILD/$t-$name.log
-    if ! "${qemu[@]}" "$BUILD/$t" --gtest_brief=1 "--gtest_filter=-$SLOW_TESTS" >"$log" 2>&1; then
-      cat "$log"
+    rc=0
+    emulated "$TEST_LIMIT_S" "$name: $t" "${qemu[@]}" "$BUILD/$t" "--gtest_filter=-$SLOW_TESTS" \
+      >"$log" 2>&1 || rc=$?
+    if [ "$rc" != 0 ]; then
+      grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -40
+      if [ "$rc" = 124 ]; then
+        # The last test started and not finished: a RUN line with no OK or FAILED line after it.
+        running=$(awk '/^\[ RUN      \]/ {t = $4} /^\[       OK \]|^\[  FAILED  \]|^\[  SKIPPED \]/ {t = ""} END {print t}' "$log")
+        fail "$name: $t under -cpu $cpu ran past $TEST_LIMIT_S s, in test ${running:-?} (log: $log)"
+      fi
       fail "$name: $t under -cpu $cpu (log: $log)"
     fi
     # (Skipped: the AVX512_BF16 attention tests, x86 only.)
     grep -E '^\[==========\] .* ran\.|^\[  (PASSED  |SKIPPED )\]' "$log" | sed "s/^/test_arm64: $name: $t: /"
     grep -q '^\[  PASSED  \]' "$log" || fail "$name: $t printed no PASSED line (log: $log)"
+    # The slowest tests under emulation, where a limit would bite first.
+    sed -n 's/^\[       OK \] \(.*\) (\([0-9]*\) ms)$/\2 \1/p' "$log" | sort -rn | head -3 |
+      awk -v p="test_arm64: $name: $t: slowest: " '{printf "%s%s (%.1f s)\n", p, $2, $1 / 1000}'
   done
   phase_done "$name: kernel and optimizer tests"
 
   local out=$BUILD/tiny-out-$name
   log=$BUILD/train-$name.log
   rm -rf "$out"
-  if ! "${qemu[@]}" "$BUILD/nanogpt" train config/smoke.py "--data_dir=$DATA" "--out_dir=$out" \
-       --max_iters=10 --lr_decay_iters=10 --eval_interval=10 --log_interval=5 >"$log" 2>&1; then
+  if ! emulated "$RUN_LIMIT_S" "$name: tiny training run" "${qemu[@]}" "$BUILD/nanogpt" train \
+       config/smoke.py "--data_dir=$DATA" "--out_dir=$out" --max_iters=10 --lr_decay_iters=10 \
+       --eval_interval=10 --log_interval=5 >"$log" 2>&1; then
     cat "$log"
     fail "$name: tiny training run under -cpu $cpu (log: $log)"
   fi

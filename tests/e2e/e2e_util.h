@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -41,11 +42,15 @@ inline RunResult run_nanogpt(const std::string& cwd, const std::string& args) {
 }
 
 // A fresh scratch directory for one test.
-// Named after the build directory too, so test suites of several checkouts can run at once.
+// Named after the build directory too, so test suites of several checkouts can run at once, and
+// after the NANOGPT_CPU_TARGET cap, so that CTest's capped copies of a test (CMakeLists.txt) can
+// run beside the uncapped one.
 inline std::string scratch_dir(const std::string& name) {
   const size_t build = std::hash<std::string>{}(NANOGPT_BUILD_DIR) % 100000;
+  const char* cap = std::getenv("NANOGPT_CPU_TARGET");
+  const std::string capped = cap && *cap ? std::string("_cap_") + cap : "";
   auto dir = std::filesystem::temp_directory_path() /
-             ("nanogpt_e2e_" + std::to_string(build) + "_" + name);
+             ("nanogpt_e2e_" + std::to_string(build) + capped + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

@@ -14,12 +14,8 @@
 
 namespace nanogpt::experiments_test {
 
-inline std::string scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("nanogpt_exp_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+// A fresh scratch directory (e2e::scratch_dir's: named after the build and the CPU cap too).
+inline std::string scratch_dir(const std::string& name) { return e2e::scratch_dir("exp_" + name); }
 
 // train.bin / val.bin of `tokens` ids in [0, vocab) with a learnable pattern, and meta.json.
 inline void write_dataset(const std::string& dir, int vocab = 64, int64_t tokens = 40000) {

@@ -3,6 +3,7 @@
 #include "train/time_to_target.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -74,8 +75,10 @@ TEST(TimeToTarget, NotReachedSaysTheBest) {
 }
 
 TEST(TimeToTarget, AResumedRunTakesBackTheKeptRecords) {
-  const auto path =
-      (std::filesystem::temp_directory_path() / "nanogpt_time_to_target_test.jsonl").string();
+  // (Named per process: CTest runs this test under CPU caps too, beside the uncapped one.)
+  const auto path = (std::filesystem::temp_directory_path() /
+                     ("nanogpt_time_to_target_test_" + std::to_string(::getpid()) + ".jsonl"))
+                        .string();
   {
     std::ofstream out(path);
     out << R"({"iter":0,"train_loss":4.1,"val_loss":4.0,"elapsed_s":0.2})" << "\n";
