@@ -6,6 +6,7 @@
 #include "core/config_parse.h"
 #include "experiments/sweep_file.h"
 #include "experiments/sweep_runner.h"
+#include "train/stop_request.h"
 
 namespace nanogpt::cli {
 
@@ -68,6 +69,7 @@ int sweep_command(const Args& args) {
              plan.out_dir);
   std::fflush(stdout);
   const SweepOutcome outcome = run_sweep(plan, options);
+  if (!outcome.stopped_by.empty()) return kStoppedExitCode;  // rerun the sweep to resume
   return outcome.failed > 0 ? 3 : 0;
 }
 

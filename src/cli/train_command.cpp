@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "core/config.h"
 #include "distributed/communicator.h"
+#include "train/stop_request.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -33,7 +34,8 @@ int train_command(const Args& args) {
     TrainOptions options;
     for (const auto& a : assignments) options.explicit_keys.insert(a.key);
     options.comm = comm.get();
-    run_training(config, options);
+    const TrainResult result = run_training(config, options);
+    if (!result.stopped_by.empty()) return kStoppedExitCode;  // checkpointed: resume to go on
   } catch (const std::exception& e) {
     if (comm->size() == 1) throw;
     // One rank failing ends the whole job at once (its peers would otherwise wait for it).

@@ -66,6 +66,10 @@ ChildProcess::~ChildProcess() {
   }
 }
 
+void ChildProcess::send_signal(int signo) {
+  if (pid_ > 0 && !done_) ::kill(pid_, signo);
+}
+
 bool ChildProcess::finished() {
   if (done_) return true;
   int status = 0;

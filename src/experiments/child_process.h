@@ -23,6 +23,8 @@ class ChildProcess {
   bool finished();
   // Blocks until it exits.
   void wait();
+  // Sends it `signo` (a stop request passed on: SIGTERM, SIGINT, SIGUSR1); nothing once it exited.
+  void send_signal(int signo);
   // Exit code, or -1 if killed by a signal (see signal()). Valid after finished().
   int exit_code() const { return exit_code_; }
   int signal() const { return signal_; }

@@ -18,6 +18,7 @@
 #include "experiments/results_csv.h"
 #include "experiments/run_summary.h"
 #include "train/metrics.h"
+#include "train/stop_request.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -126,6 +127,9 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   }
   fs::create_directories(plan.out_dir);
 
+  // SIGTERM, SIGINT, SIGUSR1: passed on to the running training, which stops at its next step
+  // boundary with its checkpoint; the sweep then ends without a row for that run.
+  const StopRequest stop;
   ProgressLine progress(static_cast<int64_t>(plan.runs.size()), options.progress);
   const auto poll = std::chrono::milliseconds(
       std::clamp<int64_t>(static_cast<int64_t>(options.progress_interval_s * 1000 / 4), 1, 50));
@@ -135,6 +139,10 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
   int64_t index = 0;
   for (const SweepRun& run : plan.runs) {
     ++index;
+    if (stop.requested()) {  // between runs: the next one does not start
+      outcome.stopped_by = StopRequest::signal_name(stop.signal());
+      break;
+    }
     if (finished.count(run.name) || (failed.count(run.name) && !options.retry_failed)) {
       ++outcome.skipped;
       continue;
@@ -164,8 +172,13 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     {
       ChildProcess child(args, out_log, err_log);
       Timer since_update;
+      bool passed_on = false;
       while (!child.finished()) {
         std::this_thread::sleep_for(poll);
+        if (stop.requested() && !passed_on) {
+          child.send_signal(stop.signal());
+          passed_on = true;
+        }
         if (since_update.seconds() < options.progress_interval_s) continue;
         since_update.reset();
         const RunCurves curves = read_run_curves(metrics_path);
@@ -181,6 +194,15 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
         progress.update(fmt::format("[{}/{}] {}: iter {}/{}, loss {:.4f} | sweep {} elapsed, ETA {}",
                                     index, plan.runs.size(), run.name, iter, shape.max_iters,
                                     loss, format_duration(sweep_timer.seconds()), eta));
+      }
+      if (child.exit_code() == kStoppedExitCode) {
+        // Stopped on request with its checkpoint: no row, so that a rerun resumes it.
+        outcome.stopped_by = stop.requested() ? StopRequest::signal_name(stop.signal())
+                                              : std::string("its max_wall_minutes");
+        progress.say(fmt::format("[{}/{}] {} stopped by {} with its checkpoint in {}; run the "
+                                 "sweep again to resume it",
+                                 index, plan.runs.size(), run.name, outcome.stopped_by, ckpt));
+        break;
       }
       seconds_of_runs += run_timer.seconds();
       ++runs_timed;
@@ -222,8 +244,9 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
     }
   }
   progress.say(fmt::format(
-      "sweep {}: {} runs ran ({} resumed, {} failed), {} already recorded; results in {}",
-      plan.out_dir, outcome.ran, outcome.resumed, outcome.failed, outcome.skipped, csv));
+      "sweep {}{}: {} runs ran ({} resumed, {} failed), {} already recorded; results in {}",
+      plan.out_dir, outcome.stopped_by.empty() ? "" : " stopped by " + outcome.stopped_by,
+      outcome.ran, outcome.resumed, outcome.failed, outcome.skipped, csv));
   return outcome;
 }
 

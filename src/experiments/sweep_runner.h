@@ -22,6 +22,9 @@ struct SweepOptions {
 
 struct SweepOutcome {
   int64_t ran = 0, skipped = 0, failed = 0, resumed = 0;
+  // The signal that stopped the sweep ("SIGTERM", ...; "" if none): the run it was in stopped at
+  // a step boundary with its checkpoint (no row for it), and a rerun of the sweep resumes it.
+  std::string stopped_by;
 };
 
 SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options);

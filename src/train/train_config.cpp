@@ -16,6 +16,8 @@ void TrainConfig::validate() const {
   CHECK(gradient_accumulation_steps >= 1, "gradient_accumulation_steps = {}: expected >= 1",
         gradient_accumulation_steps);
   CHECK(max_iters >= 0, "max_iters = {}: expected >= 0", max_iters);
+  CHECK(std::isfinite(max_wall_minutes) && max_wall_minutes >= 0,
+        "max_wall_minutes = {}: expected a number of minutes >= 0 (0: no limit)", max_wall_minutes);
   CHECK(eval_interval >= 1, "eval_interval = {}: expected >= 1", eval_interval);
   CHECK(log_interval >= 1, "log_interval = {}: expected >= 1", log_interval);
   CHECK(eval_iters >= 1, "eval_iters = {}: expected >= 1", eval_iters);

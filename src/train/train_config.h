@@ -37,6 +37,7 @@ struct TrainConfig {
   OptimConfig optim;
   // run
   int64_t max_iters = 600000;
+  double max_wall_minutes = 0;  // 0: no limit
   int64_t seed = 1337;
   std::string dtype = "float32";
   std::string attention = "flash";
@@ -92,6 +93,9 @@ struct TrainConfig {
     model.visit(v);
     optim.visit(v);
     v("max_iters", max_iters, "total optimizer steps");
+    v("max_wall_minutes", max_wall_minutes,
+      "stop before the step that would end past this many minutes of this process (a scheduler's "
+      "time limit), writing the checkpoint as on SIGTERM; exit status 75; 0: no limit");
     v("seed", seed, "random seed (init, batches, dropout); under mpirun rank r reads micro-batches r, r+N, ... "
       "of the one stream this seed defines");
     v("dtype", dtype,

@@ -40,6 +40,7 @@
 #include "train/metrics.h"
 #include "train/model_source.h"
 #include "train/optimizer_step.h"
+#include "train/stop_request.h"
 #include "train/time_to_target.h"
 #include "train/train_state.h"
 
@@ -138,7 +139,8 @@ class TrainingRun {
   }
 
   TrainResult run() {
-    Timer wall;
+    Timer& wall = wall_;
+    wall = Timer();
     setup();
     loop();
     result_.wall_seconds = wall.seconds();
@@ -439,6 +441,7 @@ class TrainingRun {
     save_checkpoint(ckpt_dir_, config_.model, model_->table(), params, arenas, meta,
                     training_state());
     result_.checkpoint_dir = ckpt_dir_;
+    saved_at_ = iter_num_;
     say(fmt::format("saved checkpoint to {} ({:.0f} ms)", ckpt_dir_, t.ms()));
   }
 
@@ -541,6 +544,49 @@ class TrainingRun {
                   : "Start again with a lower learning_rate.");
   }
 
+  // ZeRO-1: every rank sends its shard of the optimizer state (and of the master weights where
+  // they are sharded) for rank 0's checkpoint; a collective, so every rank calls it.
+  void gather_for_save() {
+    if (!zero_) return;
+    zero_->gather_state(&gathered_state_);
+    if (zero_->shards_masters()) zero_->gather_masters(&gathered_params_);
+  }
+
+  // Why the run should stop before the step of iter_num_: "SIGTERM" (SIGINT, SIGUSR1), or
+  // "max_wall_minutes = M" when this process has run so long that the next step would pass M
+  // minutes; "" to go on. Every rank agrees (one rank's signal stops them all at the same step).
+  std::string stop_reason() {
+    double asked[2] = {static_cast<double>(stop_.signal()), 0.0};
+    if (config_.max_wall_minutes > 0) {
+      const double next_step_s = step_ms_.empty() ? 0.0 : step_ms_.back() / 1e3;
+      asked[1] = wall_.seconds() + next_step_s >= config_.max_wall_minutes * 60.0 ? 1.0 : 0.0;
+    }
+    if (comm_->size() > 1) comm_->all_reduce_max(asked, 2);
+    if (asked[0] > 0) return StopRequest::signal_name(static_cast<int>(asked[0]));
+    if (asked[1] > 0) return fmt::format("max_wall_minutes = {:g}", config_.max_wall_minutes);
+    return "";
+  }
+
+  // Ends the run before the step of iter_num_: the checkpoint (the same state as an evaluation's,
+  // so a resumed run continues bit for bit), unless it was written at this iteration already or no
+  // step was taken, then where it stopped and how to go on.
+  void stop_for(const std::string& why) {
+    if (iter_num_ > 0 && saved_at_ != iter_num_) {
+      gather_for_save();
+      if (dp_->is_main()) save();
+      gathered_state_.clear();
+      gathered_params_ = Buffer<float>();
+    }
+    result_.stopped_by = why;
+    say(fmt::format("stopped by {} before iteration {} (of {}): {}; exit status {}", why,
+                    iter_num_, config_.max_iters,
+                    result_.checkpoint_dir.empty()
+                        ? std::string("no step taken, no checkpoint written")
+                        : fmt::format("checkpoint {}, continue with --init_from=resume",
+                                      result_.checkpoint_dir),
+                    kStoppedExitCode));
+  }
+
   void loop() {
     const int B = static_cast<int>(config_.batch_size);
     const int T = config_.model.block_size;
@@ -563,14 +609,16 @@ class TrainingRun {
       const bool eval_now = iter_num_ % config_.eval_interval == 0 ||
                             iter_num_ == config_.max_iters || config_.eval_only || stop_here;
       // ZeRO-1: every rank sends its shard of the optimizer state for rank 0's checkpoint.
-      if (zero_ && eval_now && iter_num_ > 0 && !config_.eval_only) {
-        zero_->gather_state(&gathered_state_);
-        if (zero_->shards_masters()) zero_->gather_masters(&gathered_params_);
-      }
+      if (eval_now && iter_num_ > 0 && !config_.eval_only) gather_for_save();
       if (dp_->is_main() && eval_now) evaluate_and_maybe_save();
       gathered_state_.clear();
       gathered_params_ = Buffer<float>();
       if (config_.eval_only || iter_num_ >= config_.max_iters || stop_here) break;
+      // A signal or max_wall_minutes: checkpoint here, before this iteration's step, and end.
+      if (const std::string why = stop_reason(); !why.empty()) {
+        stop_for(why);
+        break;
+      }
 
       Timer step_timer;
       const double lr = learning_rate_at(config_.optim, iter_num_);
@@ -727,6 +775,9 @@ class TrainingRun {
   std::vector<double> step_ms_;
   // Wall seconds of training (steps and evals) across resumes: metrics.jsonl's elapsed_s.
   double elapsed_seconds() const { return elapsed_base_ + loop_timer_.seconds(); }
+  StopRequest stop_;    // SIGTERM, SIGINT, SIGUSR1 while the run lives: stop at a step boundary
+  Timer wall_;          // since run() began: max_wall_minutes
+  int64_t saved_at_ = -1;  // the iteration of the last checkpoint this run wrote
   double elapsed_base_ = 0;  // from the last record kept when resuming
   Timer loop_timer_;
   OpProfile profile_;  // filled only with --profile=True

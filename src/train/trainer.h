@@ -28,6 +28,10 @@ struct TrainResult {
   // Time to target (target_loss > 0): whether a full-validation loss reached it, and where.
   bool target_reached = false;
   int64_t target_iter = -1;
+  // Why the run stopped before max_iters on request ("SIGTERM", "SIGINT", "SIGUSR1" or
+  // "max_wall_minutes = M"), its checkpoint written; "" when it did not. The CLI then exits with
+  // kStoppedExitCode (train/stop_request.h).
+  std::string stopped_by;
 };
 
 struct TrainOptions {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -68,6 +69,44 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   }
   return out;
+}
+
+// metrics.jsonl as a map for bit-exact comparisons: "<iter>" for step records, "<iter>v" for
+// evaluations, each the record's JSON text without the fields that vary with timing.
+inline std::map<std::string, std::string> timing_free_records(const std::string& path) {
+  std::map<std::string, std::string> out;
+  for (auto j : read_jsonl(path)) {
+    for (const char* k :
+         {"ms", "elapsed_s", "tokens_per_s", "mfu", "peak_mem_bytes", "peak_rss_bytes",
+          "comm_wait_ms", "rank_peak_rss_bytes"}) {
+      j.erase(k);
+    }
+    out[std::to_string(j["iter"].get<int64_t>()) + (j.contains("val_loss") ? "v" : "")] = j.dump();
+  }
+  return out;
+}
+
+// Starts the shell command `command` (a training run) in the background of a script in `cwd`,
+// sends it `signal` (TERM, INT, USR1) once `metrics` (relative to cwd) holds the step record of
+// iteration `after`, and waits: the run's output and exit status.
+inline RunResult run_and_signal(const std::string& cwd, const std::string& command,
+                                const std::string& metrics, const std::string& signal,
+                                int after) {
+  const std::string script = cwd + "/signal_run.sh";
+  std::ofstream(script) << command << " > signal_run.log 2>&1 &\n"
+                        << "pid=$!\n"
+                        << "for i in $(seq 1 3000); do\n"
+                        << "  grep -q '\"iter\":" << after << ",\"loss\"' '" << metrics
+                        << "' 2>/dev/null && break\n"
+                        << "  kill -0 $pid 2>/dev/null || break\n"
+                        << "  sleep 0.01\n"
+                        << "done\n"
+                        << "kill -" << signal << " $pid\n"
+                        << "wait $pid\n"
+                        << "rc=$?\n"
+                        << "cat signal_run.log\n"
+                        << "exit $rc\n";
+  return run_command(cwd, "bash '" + script + "'");
 }
 
 // A run that trains to iter 4 (checkpoint at eval 4), then resumes with a learning rate of 1e30:

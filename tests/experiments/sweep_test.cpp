@@ -1,7 +1,8 @@
 // `nanogpt sweep` end to end on the shipped smoke sweep (a 2 x 2 grid plus a variation that fails):
 // rows in results.csv, skipping recorded runs on a rerun, resuming the run a kill interrupted from
 // its checkpoint, a failing run recorded with the trainer's error; and `nanogpt report` on the
-// results, on a run still going and on a single training run.
+// results, on a run still going and on a single training run; a signalled sweep stops its run with
+// a checkpoint and resumes it when rerun.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -159,6 +160,38 @@ TEST(Sweep, KilledSweepResumesTheUnfinishedRunFromItsCheckpoint) {
   ASSERT_EQ(single.exit_code, 0) << single.output;
   EXPECT_NE(read_text(dir + "/sw/runs/default.none.s1337/report.md").find("One training run"),
             std::string::npos);
+}
+
+// SIGTERM to a sweep is passed on to its running training, which stops at a step boundary with
+// its checkpoint: the sweep records no row for it, says so, exits with status 75, and its rerun
+// resumes that run.
+TEST(Sweep, SignalledSweepStopsItsRunWithACheckpointAndTheRerunResumesIt) {
+  const std::string dir = tiny_sweep("sweep_term", 1, 4000, 100);
+  const std::string run_dir = dir + "/sw/runs/default.none.s1337";
+  RunResult stopped = e2e::run_and_signal(
+      dir, "OMP_NUM_THREADS=2 '" + std::string(NANOGPT_BINARY) + "' sweep sweep.py",
+      "sw/runs/default.none.s1337/metrics.jsonl", "TERM", 150);
+  ASSERT_EQ(stopped.exit_code, 75) << stopped.output;
+  EXPECT_NE(stopped.output.find("default.none.s1337 stopped by SIGTERM with its checkpoint in "),
+            std::string::npos)
+      << stopped.output;
+  EXPECT_NE(stopped.output.find("sweep sw stopped by SIGTERM: 0 runs ran"), std::string::npos)
+      << stopped.output;
+  EXPECT_NE(read_text(run_dir + "/train.log").find("stopped by SIGTERM before iteration "),
+            std::string::npos)
+      << read_text(run_dir + "/train.log");
+  EXPECT_TRUE(fs::exists(run_dir + "/ckpt/state.json"));
+  EXPECT_TRUE(!fs::exists(dir + "/sw/results.csv") ||
+              read_results_csv(dir + "/sw/results.csv").empty());
+
+  RunResult resumed = run_nanogpt(dir, "sweep sweep.py --max_iters=300");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming from its checkpoint"), std::string::npos)
+      << resumed.output;
+  std::vector<ResultRow> rows = read_results_csv(dir + "/sw/results.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("status"), "ok");
+  EXPECT_EQ(rows[0].at("iters"), "300");
 }
 
 // A kill between the checkpoint's two renames leaves only `ckpt.old` (io/atomic_dir.h): the sweep
