@@ -438,11 +438,32 @@ class TrainingRun {
     Timer t;
     const float* params =
         gathered_params_.empty() ? model_->params().data() : gathered_params_.data();
-    save_checkpoint(ckpt_dir_, config_.model, model_->table(), params, arenas, meta,
-                    training_state());
+    try {
+      save_checkpoint(ckpt_dir_, config_.model, model_->table(), params, arenas, meta,
+                      training_state());
+    } catch (const Error& e) {
+      // A full disk or an I/O error: the checkpoint already there stays as it was (save_checkpoint
+      // writes a new one aside and swaps it in whole), and the run stops, saying where it is.
+      fail("{}; training stopped at iteration {}: {}", e.what(), iter_num_,
+           last_good_checkpoint());
+    }
     result_.checkpoint_dir = ckpt_dir_;
     saved_at_ = iter_num_;
     say(fmt::format("saved checkpoint to {} ({:.0f} ms)", ckpt_dir_, t.ms()));
+  }
+
+  // Where the run can go on from after a failed save, for its error message.
+  std::string last_good_checkpoint() const {
+    const std::string resume = "resume from it with --init_from=resume once the disk has room";
+    if (saved_at_ >= 0) {
+      return fmt::format("the last good checkpoint, of iteration {}, is {}, unchanged; {}",
+                         saved_at_, ckpt_dir_, resume);
+    }
+    if (fs::exists(fs::path(ckpt_dir_) / "state.json")) {
+      return fmt::format("the checkpoint in {} (written before this run) is unchanged; {}",
+                         ckpt_dir_, resume);
+    }
+    return "no checkpoint had been written yet";
   }
 
   // Mean loss over eval_iters batches of each split; loaders restart so every eval sees the same.

@@ -1,9 +1,13 @@
 // Runs that stop on request: SIGTERM, SIGINT or SIGUSR1 mid-run finishes the step, writes the
 // checkpoint, says where it stopped and exits with status 75; resuming it gives the records of a
 // run that was never interrupted, bit for bit (dropout on, stops between and on evaluations).
-// max_wall_minutes stops the same way; a bad value is a named error.
+// max_wall_minutes stops the same way; a bad value is a named error. A full disk while saving
+// stops training with a named error and the last good checkpoint untouched.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -93,6 +97,45 @@ TEST_F(StopCli, MaxWallMinutesStopsTheSameWay) {
   EXPECT_NE(r.output.find("max_wall_minutes = -1: expected a number of minutes >= 0"),
             std::string::npos)
       << r.output;
+}
+
+// A full disk (here: writes past 100 kB fail with EFBIG, SIGXFSZ ignored, as they would with
+// ENOSPC) while saving: a named error, training stops saying where the last good checkpoint is,
+// and that checkpoint is byte for byte what it was and resumes.
+TEST_F(StopCli, AFullDiskStopsTrainingAndKeepsTheLastGoodCheckpoint) {
+  const std::string keys = std::string(kKeys) + " --out_dir=disk --eval_interval=5";
+  RunResult r = run_nanogpt(dir_, "train " + keys + " --max_iters=5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto read_all = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  std::map<std::string, std::string> before;
+  for (const auto& f : std::filesystem::directory_iterator(dir_ + "/disk/ckpt")) {
+    before[f.path().filename().string()] = read_all(f.path().string());
+  }
+  ASSERT_GE(before.size(), 4u);
+  r = run_command(dir_, "trap '' XFSZ; OMP_NUM_THREADS=2 prlimit --fsize=100000 '" +
+                            std::string(NANOGPT_BINARY) + "' train " + keys +
+                            " --init_from=resume --max_iters=20");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("failed after 100000 bytes: File too large"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("training stopped at iteration 10: the checkpoint in disk/ckpt (written "
+                          "before this run) is unchanged; resume from it with --init_from=resume"),
+            std::string::npos)
+      << r.output;
+  std::map<std::string, std::string> after;
+  for (const auto& f : std::filesystem::directory_iterator(dir_ + "/disk/ckpt")) {
+    after[f.path().filename().string()] = read_all(f.path().string());
+  }
+  EXPECT_TRUE(after == before) << "the last good checkpoint changed";
+  for (const auto& f : std::filesystem::directory_iterator(dir_ + "/disk")) {
+    EXPECT_EQ(f.path().filename().string().find("tmp"), std::string::npos) << f.path();
+  }
+  r = run_nanogpt(dir_, "train " + keys + " --init_from=resume --max_iters=10");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from disk/ckpt at iteration 5"), std::string::npos) << r.output;
 }
 
 }  // namespace
