@@ -57,6 +57,14 @@ void MappedFile::prefetch(size_t offset, size_t bytes) const {
   ::madvise(data_ + begin, end - begin, MADV_WILLNEED);
 }
 
+void MappedFile::release(size_t offset, size_t bytes) const {
+  if (!data_ || offset >= size_) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page;
+  const size_t end = std::min(size_, offset + bytes);
+  ::madvise(data_ + begin, end - begin, MADV_DONTNEED);
+}
+
 void MappedFile::swap(MappedFile& o) noexcept {
   std::swap(path_, o.path_);
   std::swap(data_, o.data_);

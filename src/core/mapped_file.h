@@ -33,6 +33,9 @@ class MappedFile {
   void advise(AccessPattern pattern) const;
   // Asks the OS to start reading [offset, offset + bytes) (MADV_WILLNEED; best effort).
   void prefetch(size_t offset, size_t bytes) const;
+  // Drops [offset, offset + bytes) from this process's resident pages (MADV_DONTNEED: the page
+  // cache keeps them, a later read maps them again), so reading a large file does not grow RSS.
+  void release(size_t offset, size_t bytes) const;
 
  private:
   void swap(MappedFile& o) noexcept;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 
 #include "core/check.h"
 #include "core/json_util.h"
@@ -53,8 +54,16 @@ DataLoader::DataLoader(const std::vector<std::string>& paths, const LoaderConfig
   CHECK(!paths.empty(), "DataLoader: no token files given");
   sequential_ = config_.sampling == "sequential";
   const int64_t B = config_.batch_size, T = config_.block_size, W = config_.world_size;
+  int64_t file_bytes = 0;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    if (!ec) file_bytes += static_cast<int64_t>(bytes);  // (a missing file: TokenFile says so)
+  }
+  mode_ = resolve_data_mode(config_.data_mode, file_bytes,
+                            config_.data_mode == "auto" ? memory_available_bytes() : 0);
   TokenFileOptions options;
-  options.mode = parse_data_mode(config_.data_mode);
+  options.mode = mode_.mode;
   options.format = parse_token_format(config_.format);
   options.vocab_size = config_.vocab_size;
   options.access = sequential_ ? AccessPattern::kSequential : AccessPattern::kRandom;
@@ -136,6 +145,19 @@ void DataLoader::next_batch(int32_t* inputs, int32_t* targets) {
     }
   }
   ++batches_;
+  // Random rows map up to 64 KiB each (Linux maps the page cache's neighbours of a faulting page
+  // too: fault_around_bytes), sequential batches their own bytes.
+  release_pages_now_and_then(sequential_ ? 2 * B * T : B * kFaultAroundBytes);
+}
+
+void DataLoader::release_pages_now_and_then(int64_t bytes_read) {
+  if (mode_.mode != DataMode::kMmap) return;
+  // Random rows touch a page or two each, anywhere in the file: RSS would grow towards the
+  // file's size. Dropping the mapped pages now and then (the page cache keeps them) bounds it.
+  read_since_release_ += bytes_read;
+  if (read_since_release_ < kReleaseBytes) return;
+  read_since_release_ = 0;
+  for (const TokenFile& f : files_) f.release_pages();
 }
 
 void DataLoader::skip(int64_t n) {

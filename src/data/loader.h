@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "data/data_mode.h"
 #include "data/loader_config.h"
 #include "data/token_file.h"
 
@@ -62,6 +63,8 @@ class DataLoader {
   int num_files() const { return static_cast<int>(files_.size()); }
   const TokenFile& file(int i) const { return files_[i]; }
   const LoaderConfig& config() const { return config_; }
+  // The data_mode this loader runs in and why ("mmap (auto: 10.0 GiB of token files, ...)").
+  const std::string& mode_description() const { return mode_.why; }
 
  private:
   bool sequential() const { return sequential_; }
@@ -70,7 +73,14 @@ class DataLoader {
   void advance_sequential();
   uint64_t rank_seed() const;
 
+  // mmap mode: drops the files' pages from RSS after every kReleaseBytes of rows read.
+  void release_pages_now_and_then(int64_t bytes_read);
+  static constexpr int64_t kReleaseBytes = int64_t{256} << 20;
+  static constexpr int64_t kFaultAroundBytes = int64_t{64} << 10;
+
   LoaderConfig config_;
+  DataModeChoice mode_;
+  int64_t read_since_release_ = 0;  // bytes of rows read since the pages were last released
   bool sequential_ = false;
   std::vector<TokenFile> files_;
   std::vector<int64_t> start_ends_;  // random: cumulative count of valid start offsets per file

@@ -7,7 +7,7 @@
 namespace nanogpt {
 
 void LoaderConfig::validate() const {
-  parse_data_mode(data_mode);
+  if (data_mode != "auto") parse_data_mode(data_mode);
   CHECK(sampling == "random" || sampling == "sequential",
         "sampling = '{}': expected 'random' (nanoGPT) or 'sequential' (llm.c)", sampling);
   CHECK(batch_size >= 1, "batch_size = {}: expected >= 1", batch_size);

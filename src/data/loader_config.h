@@ -8,7 +8,7 @@
 namespace nanogpt {
 
 struct LoaderConfig {
-  std::string data_mode = "preload";
+  std::string data_mode = "auto";
   std::string sampling = "random";
   int64_t batch_size = 12;    // B
   int64_t block_size = 1024;  // T
@@ -20,7 +20,9 @@ struct LoaderConfig {
 
   template <typename Visitor>
   void visit(Visitor&& v) {
-    v("data_mode", data_mode, "'preload' (read token files into RAM) or 'mmap' (map read-only)");
+    v("data_mode", data_mode,
+      "'auto' (preload up to 1 GiB of token files and a quarter of the memory available, else "
+      "mmap), 'preload' (read token files into RAM) or 'mmap' (map read-only; RSS stays bounded)");
     v("sampling", sampling,
       "'random' (nanoGPT: B random offsets per batch) or 'sequential' (llm.c: contiguous B*T)");
     v("batch_size", batch_size, "sequences per batch B");

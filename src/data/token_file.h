@@ -28,7 +28,7 @@ enum class DataMode { kPreload, kMmap };
 // "auto" | "nanogpt" | "llmc" -> TokenFormat; `key` names the config key in errors.
 TokenFormat parse_token_format(const std::string& s, const std::string& key = "format");
 std::string token_format_name(TokenFormat f);
-// "preload" | "mmap" -> DataMode.
+// "preload" | "mmap" -> DataMode ('auto' is resolved first: data/data_mode.h).
 DataMode parse_data_mode(const std::string& s, const std::string& key = "data_mode");
 
 struct TokenFileOptions {
@@ -56,6 +56,9 @@ class TokenFile {
   uint16_t max_token() const;
   // MADV_WILLNEED for tokens [begin, begin + count) in mmap mode; no-op in preload mode.
   void prefetch(int64_t begin, int64_t count) const;
+  // mmap mode: drops the file's pages from this process's RSS (they stay in the page cache);
+  // no-op in preload mode.
+  void release_pages() const;
 
  private:
   std::string path_;

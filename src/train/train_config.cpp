@@ -39,8 +39,8 @@ void TrainConfig::validate() const {
         "stop_at_target",
         target_loss);
   CHECK(threads >= 0, "threads = {}: expected >= 0 (0 = all cores)", threads);
-  CHECK(data_mode == "preload" || data_mode == "mmap",
-        "data_mode = '{}': expected 'preload' or 'mmap'", data_mode);
+  CHECK(data_mode == "auto" || data_mode == "preload" || data_mode == "mmap",
+        "data_mode = '{}': expected 'auto', 'preload' or 'mmap'", data_mode);
   CHECK(sampling == "random" || sampling == "sequential",
         "sampling = '{}': expected 'random' or 'sequential'", sampling);
   DType parsed;

@@ -30,7 +30,7 @@ struct TrainConfig {
   std::string data_dir = "";
   int64_t gradient_accumulation_steps = 40;
   int64_t batch_size = 12;
-  std::string data_mode = "preload";
+  std::string data_mode = "auto";
   std::string sampling = "random";
   // model and optimizer
   ModelConfig model;
@@ -88,7 +88,9 @@ struct TrainConfig {
     v("gradient_accumulation_steps", gradient_accumulation_steps,
       "micro-batches per optimizer step (loss scaled by 1/steps)");
     v("batch_size", batch_size, "sequences per micro-batch B");
-    v("data_mode", data_mode, "'preload' (read token files into RAM) or 'mmap'");
+    v("data_mode", data_mode,
+      "'auto' (preload the token files up to 1 GiB and a quarter of the memory available, else "
+      "mmap), 'preload' (read them into RAM) or 'mmap' (map them; RSS stays bounded)");
     v("sampling", sampling, "'random' (nanoGPT offsets) or 'sequential' (llm.c contiguous)");
     model.visit(v);
     optim.visit(v);

@@ -336,7 +336,7 @@ class TrainingRun {
         fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
                     "(batch {} x block {} x accumulation {})",
                     data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
-                    config_.data_mode, config_.sampling, tokens_per_iter_, config_.batch_size,
+                    train_loader_->mode_description(), config_.sampling, tokens_per_iter_, config_.batch_size,
                     m.block_size, config_.gradient_accumulation_steps));
     say(fmt::format(
         "compute: {} threads on {}, kernels for {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU "
