@@ -18,19 +18,7 @@ const char* kTiny =
     "--learning_rate=1e-3 --warmup_iters=2 --min_lr=1e-4 --eval_iters=2 --log_interval=1 "
     "--always_save_checkpoint=True";
 
-// Each test gets its own scratch directory with char tinyshakespeare prepared in data/sc (CTest
-// runs tests as separate processes, in parallel).
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = scratch_dir(std::string("cli_") +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    RunResult r = run_nanogpt(
-        dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-  }
-  std::string dir_;
-};
+class CliTest : public ShakespeareTest {};
 
 TEST_F(CliTest, PrepareWritesNanogptSplit) {
   EXPECT_EQ(fs::file_size(dir_ + "/data/sc/train.bin"), 1003854u * 2);

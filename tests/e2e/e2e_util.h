@@ -61,6 +61,20 @@ inline std::string shakespeare_path() {
   return std::string(NANOGPT_SHARED_DIR) + "/data/tinyshakespeare.txt";
 }
 
+// A fixture: each test gets its own scratch directory, named after its suite and its name (CTest
+// runs tests as separate processes, in parallel), with char tinyshakespeare prepared in data/sc.
+class ShakespeareTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = scratch_dir(std::string(info->test_suite_name()) + "_" + info->name());
+    RunResult r = run_nanogpt(
+        dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  std::string dir_;
+};
+
 inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::vector<nlohmann::json> out;
   std::ifstream in(path);

@@ -27,17 +27,7 @@ const char* kSmall =
     "--n_head=2 --n_embd=48 --learning_rate=3e-3 --warmup_iters=2 --min_lr=3e-4 --eval_iters=2 "
     "--log_interval=1 --always_save_checkpoint=True";
 
-class MixedPrecisionCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = scratch_dir(std::string("mp_") +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    RunResult r = run_nanogpt(
-        dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-  }
-  std::string dir_;
-};
+class MixedPrecisionCli : public ShakespeareTest {};
 
 std::map<int64_t, double> train_losses(const std::string& path) {
   std::map<int64_t, double> out;

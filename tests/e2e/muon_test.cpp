@@ -17,17 +17,7 @@ const char* kTinyMuon =
     "--muon_momentum_warmup_iters=6 --muon_weight_decay=0.01 --warmup_iters=2 --min_lr=3e-4 "
     "--eval_iters=2 --log_interval=1 --always_save_checkpoint=True";
 
-class MuonCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = scratch_dir(std::string("muon_") +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    RunResult r = run_nanogpt(
-        dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-  }
-  std::string dir_;
-};
+class MuonCli : public ShakespeareTest {};
 
 // iter -> every loss-like value of metrics.jsonl at that iteration, as printed (bit-exact text).
 std::map<std::string, std::string> loss_records(const std::string& path) {

@@ -24,17 +24,7 @@ const char* kKeys =
     "--always_save_checkpoint=False";
 constexpr int kIters = 60;
 
-class StopCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = scratch_dir(std::string("stop_") +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    RunResult r = run_nanogpt(
-        dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-  }
-  std::string dir_;
-};
+class StopCli : public ShakespeareTest {};
 
 TEST_F(StopCli, ASignalledRunResumesBitIdenticallyToAnUninterruptedOne) {
   RunResult straight = run_nanogpt(dir_, std::string("train ") + kKeys +

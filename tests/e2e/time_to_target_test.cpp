@@ -16,18 +16,7 @@ constexpr const char* kTinyKeys =
     "--min_lr=1e-3 --eval_interval=1000 --eval_iters=2 --log_interval=1000 --dropout=0.0 "
     "--target_loss=3.0 --target_eval_interval=10";
 
-class TimeToTargetE2e : public ::testing::Test {
- protected:
-  void SetUp() override {
-    // One directory per test: ctest runs the tests of this suite side by side.
-    dir_ = scratch_dir(std::string("time_to_target_") +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    RunResult p = run_nanogpt(
-        dir_, "prepare --tokenizer=char --input=" + shakespeare_path() + " --out_dir=data/sc");
-    ASSERT_EQ(p.exit_code, 0) << p.output;
-  }
-  std::string dir_;
-};
+class TimeToTargetE2e : public ShakespeareTest {};
 
 TEST_F(TimeToTargetE2e, StopsAtTheTargetAndRecordsItAndAResumeKeepsIt) {
   RunResult run = run_nanogpt(
