@@ -37,9 +37,10 @@ std::string token_format_name(TokenFormat f) {
 DataMode parse_data_mode(const std::string& s, const std::string& key) {
   if (s == "preload") return DataMode::kPreload;
   if (s == "mmap") return DataMode::kMmap;
-  fail("{} = '{}': expected 'auto' (preload small files, map large ones), 'preload' (read the "
-       "files into RAM) or 'mmap' (map them read-only)",
-       key, s);
+  fail(
+      "{} = '{}': expected 'auto' (preload small files, map large ones), 'preload' (read the "
+      "files into RAM) or 'mmap' (map them read-only)",
+      key, s);
 }
 
 uint16_t max_token_id(const uint16_t* data, int64_t n) {

@@ -199,9 +199,10 @@ SweepOutcome run_sweep(const SweepPlan& plan, const SweepOptions& options) {
         // Stopped on request with its checkpoint: no row, so that a rerun resumes it.
         outcome.stopped_by = stop.requested() ? StopRequest::signal_name(stop.signal())
                                               : std::string("its max_wall_minutes");
-        progress.say(fmt::format("[{}/{}] {} stopped by {} with its checkpoint in {}; run the "
-                                 "sweep again to resume it",
-                                 index, plan.runs.size(), run.name, outcome.stopped_by, ckpt));
+        progress.say(
+            fmt::format("[{}/{}] {} stopped by {} with its checkpoint in {}; run the "
+                        "sweep again to resume it",
+                        index, plan.runs.size(), run.name, outcome.stopped_by, ckpt));
         break;
       }
       seconds_of_runs += run_timer.seconds();

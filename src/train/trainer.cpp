@@ -139,11 +139,10 @@ class TrainingRun {
   }
 
   TrainResult run() {
-    Timer& wall = wall_;
-    wall = Timer();
+    wall_ = Timer();
     setup();
     loop();
-    result_.wall_seconds = wall.seconds();
+    result_.wall_seconds = wall_.seconds();
     result_.peak_tracked_bytes = tracker_.peak_bytes();
     result_.peak_rss_bytes = process_peak_rss_bytes();
     if (!step_ms_.empty()) {
@@ -336,8 +335,8 @@ class TrainingRun {
         fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
                     "(batch {} x block {} x accumulation {})",
                     data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
-                    train_loader_->mode_description(), config_.sampling, tokens_per_iter_, config_.batch_size,
-                    m.block_size, config_.gradient_accumulation_steps));
+                    train_loader_->mode_description(), config_.sampling, tokens_per_iter_,
+                    config_.batch_size, m.block_size, config_.gradient_accumulation_steps));
     say(fmt::format(
         "compute: {} threads on {}, kernels for {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU "
         "is relative to "
@@ -444,8 +443,7 @@ class TrainingRun {
     } catch (const Error& e) {
       // A full disk or an I/O error: the checkpoint already there stays as it was (save_checkpoint
       // writes a new one aside and swaps it in whole), and the run stops, saying where it is.
-      fail("{}; training stopped at iteration {}: {}", e.what(), iter_num_,
-           last_good_checkpoint());
+      fail("{}; training stopped at iteration {}: {}", e.what(), iter_num_, last_good_checkpoint());
     }
     result_.checkpoint_dir = ckpt_dir_;
     saved_at_ = iter_num_;
@@ -592,15 +590,17 @@ class TrainingRun {
   // so a resumed run continues bit for bit), unless it was written at this iteration already or no
   // step was taken, then where it stopped and how to go on.
   void stop_for(const std::string& why) {
-    if (iter_num_ > 0 && saved_at_ != iter_num_) {
+    if (iter_num_ > 0) {
+      // Every rank takes part in the gather (a collective): only rank 0 knows whether its
+      // evaluation just saved this iteration.
       gather_for_save();
-      if (dp_->is_main()) save();
+      if (dp_->is_main() && saved_at_ != iter_num_) save();
       gathered_state_.clear();
       gathered_params_ = Buffer<float>();
     }
     result_.stopped_by = why;
-    say(fmt::format("stopped by {} before iteration {} (of {}): {}; exit status {}", why,
-                    iter_num_, config_.max_iters,
+    say(fmt::format("stopped by {} before iteration {} (of {}): {}; exit status {}", why, iter_num_,
+                    config_.max_iters,
                     result_.checkpoint_dir.empty()
                         ? std::string("no step taken, no checkpoint written")
                         : fmt::format("checkpoint {}, continue with --init_from=resume",
@@ -796,8 +796,8 @@ class TrainingRun {
   std::vector<double> step_ms_;
   // Wall seconds of training (steps and evals) across resumes: metrics.jsonl's elapsed_s.
   double elapsed_seconds() const { return elapsed_base_ + loop_timer_.seconds(); }
-  StopRequest stop_;    // SIGTERM, SIGINT, SIGUSR1 while the run lives: stop at a step boundary
-  Timer wall_;          // since run() began: max_wall_minutes
+  StopRequest stop_;       // SIGTERM, SIGINT, SIGUSR1 while the run lives: stop at a step boundary
+  Timer wall_;             // since run() began: max_wall_minutes
   int64_t saved_at_ = -1;  // the iteration of the last checkpoint this run wrote
   double elapsed_base_ = 0;  // from the last record kept when resuming
   Timer loop_timer_;

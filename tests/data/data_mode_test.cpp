@@ -75,8 +75,7 @@ TEST(DataMode, AMappedFileLargerThanItsReadsKeepsRssBounded) {
   config.vocab_size = 50;  // the scan reads every token
   DataLoader loader(path, config);
   EXPECT_EQ(loader.file(0).mode(), DataMode::kMmap);
-  EXPECT_NE(loader.mode_description().find("mmap (auto: 1.5 GiB of token files"),
-            std::string::npos)
+  EXPECT_NE(loader.mode_description().find("mmap (auto: 1.5 GiB of token files"), std::string::npos)
       << loader.mode_description();
   const int64_t after_open = rss_bytes();
   EXPECT_LT(after_open - before, 600'000'000) << "after the scan at open";

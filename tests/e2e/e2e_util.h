@@ -90,9 +90,8 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
 inline std::map<std::string, std::string> timing_free_records(const std::string& path) {
   std::map<std::string, std::string> out;
   for (auto j : read_jsonl(path)) {
-    for (const char* k :
-         {"ms", "elapsed_s", "tokens_per_s", "mfu", "peak_mem_bytes", "peak_rss_bytes",
-          "comm_wait_ms", "rank_peak_rss_bytes"}) {
+    for (const char* k : {"ms", "elapsed_s", "tokens_per_s", "mfu", "peak_mem_bytes",
+                          "peak_rss_bytes", "comm_wait_ms", "rank_peak_rss_bytes"}) {
       j.erase(k);
     }
     out[std::to_string(j["iter"].get<int64_t>()) + (j.contains("val_loss") ? "v" : "")] = j.dump();
@@ -104,8 +103,7 @@ inline std::map<std::string, std::string> timing_free_records(const std::string&
 // sends it `signal` (TERM, INT, USR1) once `metrics` (relative to cwd) holds the step record of
 // iteration `after`, and waits: the run's output and exit status.
 inline RunResult run_and_signal(const std::string& cwd, const std::string& command,
-                                const std::string& metrics, const std::string& signal,
-                                int after) {
+                                const std::string& metrics, const std::string& signal, int after) {
   const std::string script = cwd + "/signal_run.sh";
   std::ofstream(script) << command << " > signal_run.log 2>&1 &\n"
                         << "pid=$!\n"

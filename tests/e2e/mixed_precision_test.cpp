@@ -106,8 +106,8 @@ void expect_mfu_against_the_highest_peak(const std::string& output, const std::s
   }
   // (Two units may print the same rounded GFLOP/s: either is then the highest.)
   EXPECT_NE(std::find(candidates.begin(), candidates.end(), c.mfu_unit), candidates.end())
-      << "MFU is against '" << c.mfu_unit << "', not a unit of " << dtype << "'s products: "
-      << output;
+      << "MFU is against '" << c.mfu_unit << "', not a unit of " << dtype
+      << "'s products: " << output;
   ASSERT_TRUE(c.peaks.count(c.mfu_unit)) << output;
   EXPECT_EQ(c.peaks.at(c.mfu_unit), highest) << output;
   EXPECT_EQ(c.mfu_peak, highest) << output;
@@ -119,7 +119,8 @@ TEST_F(MixedPrecisionCli, MfuIsAgainstTheHighestPeakOfTheRunsDtype) {
   for (const char* dtype : {"float32", "bfloat16", "float16"}) {
     RunResult r = run_nanogpt(dir_, std::string("train ") + kSmall +
                                         " --max_iters=2 --lr_decay_iters=2 --eval_interval=1000 "
-                                        "--out_dir=mfu_" + dtype + " --dtype=" + dtype);
+                                        "--out_dir=mfu_" +
+                                        dtype + " --dtype=" + dtype);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     SCOPED_TRACE(dtype);
     expect_mfu_against_the_highest_peak(r.output, dtype);

@@ -27,9 +27,9 @@ constexpr int kIters = 60;
 class StopCli : public ShakespeareTest {};
 
 TEST_F(StopCli, ASignalledRunResumesBitIdenticallyToAnUninterruptedOne) {
-  RunResult straight = run_nanogpt(dir_, std::string("train ") + kKeys +
-                                             " --out_dir=straight --max_iters=" +
-                                             std::to_string(kIters));
+  RunResult straight =
+      run_nanogpt(dir_, std::string("train ") + kKeys +
+                            " --out_dir=straight --max_iters=" + std::to_string(kIters));
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
   const auto expected = timing_free_records(dir_ + "/straight/metrics.jsonl");
   ASSERT_EQ(expected.size(), size_t{kIters} + kIters / 10 + 1);
@@ -51,12 +51,11 @@ TEST_F(StopCli, ASignalledRunResumesBitIdenticallyToAnUninterruptedOne) {
     ASSERT_EQ(r.exit_code, 75) << r.output;
     EXPECT_NE(r.output.find("stopped by SIG" + signal + " before iteration "), std::string::npos)
         << r.output;
-    EXPECT_NE(r.output.find("continue with --init_from=resume; exit status 75"),
-              std::string::npos)
+    EXPECT_NE(r.output.find("continue with --init_from=resume; exit status 75"), std::string::npos)
         << r.output;
-    RunResult resumed = run_nanogpt(dir_, std::string("train ") + kKeys + " --out_dir=" + out +
-                                              " --init_from=resume --max_iters=" +
-                                              std::to_string(kIters));
+    RunResult resumed =
+        run_nanogpt(dir_, std::string("train ") + kKeys + " --out_dir=" + out +
+                              " --init_from=resume --max_iters=" + std::to_string(kIters));
     ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
     EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
     EXPECT_EQ(timing_free_records(dir_ + "/" + out + "/metrics.jsonl"), expected);
@@ -73,8 +72,8 @@ TEST_F(StopCli, MaxWallMinutesStopsTheSameWay) {
             std::string::npos)
       << r.output;
   // After a step: the checkpoint is written, and the run resumes from it.
-  r = run_nanogpt(dir_, std::string("train ") + kKeys +
-                            " --out_dir=wall --max_iters=3 --eval_interval=100");
+  r = run_nanogpt(
+      dir_, std::string("train ") + kKeys + " --out_dir=wall --max_iters=3 --eval_interval=100");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_nanogpt(dir_, std::string("train ") + kKeys +
                             " --out_dir=wall --init_from=resume --max_iters=100000 "

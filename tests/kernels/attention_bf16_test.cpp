@@ -16,6 +16,8 @@
 // kernel's: like the float32 flash kernel it takes D_t = dout_t . out_t from the out it is given,
 // which the model stores in bf16, while the reference sums P dP exactly; dS_ts = P (dP M - D_t)
 // then carries P |dD_t|, with dD_t = sum |dout_t| |out_bf16 - out| (computed below), into dK, dQ.
+#include "kernels/cpu/attention_bf16.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -30,7 +32,6 @@
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/context.h"
-#include "kernels/cpu/attention_bf16.h"
 #include "kernels/ops.h"
 #include "kernels/ops_lowp.h"
 

@@ -44,7 +44,8 @@ TEST(StopRequest, ANewRequestStartsClearAndTheOldHandlersComeBack) {
 }
 
 TEST(StopRequest, HandlersAreRestoredWhenItEnds) {
-  struct sigaction before {}, after {};
+  struct sigaction before {
+  }, after{};
   ASSERT_EQ(sigaction(SIGUSR1, nullptr, &before), 0);
   { StopRequest stop; }
   ASSERT_EQ(sigaction(SIGUSR1, nullptr, &after), 0);
