@@ -7,6 +7,9 @@
 #include "train/stop_request.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
+#if NANOGPT_WITH_CUDA
+#include "gpu/gpu_trainer.h"
+#endif
 
 namespace nanogpt::cli {
 
@@ -34,7 +37,19 @@ int train_command(const Args& args) {
     TrainOptions options;
     for (const auto& a : assignments) options.explicit_keys.insert(a.key);
     options.comm = comm.get();
-    const TrainResult result = run_training(config, options);
+    TrainResult result;
+    if (config.device == "cpu") {
+      result = run_training(config, options);
+    } else {
+#if NANOGPT_WITH_CUDA
+      result = run_training_gpu(config, options);
+#else
+      fail("--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
+           "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or train "
+           "with --device=cpu",
+           config.device);
+#endif
+    }
     if (!result.stopped_by.empty()) return kStoppedExitCode;  // checkpointed: resume to go on
   } catch (const std::exception& e) {
     if (comm->size() == 1) throw;

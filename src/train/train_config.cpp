@@ -12,6 +12,9 @@
 namespace nanogpt {
 
 void TrainConfig::validate() const {
+  CHECK(device == "cpu" || device == "cuda" || device == "cuda:0",
+        "device = '{}': expected 'cpu' or 'cuda' (the first NVIDIA GPU; 'cuda:0' names it too)",
+        device);
   CHECK(batch_size >= 1, "batch_size = {}: expected >= 1", batch_size);
   CHECK(gradient_accumulation_steps >= 1, "gradient_accumulation_steps = {}: expected >= 1",
         gradient_accumulation_steps);

@@ -139,7 +139,9 @@ struct TrainConfig {
       "under mpirun: seconds a rank waits for its peers before ending the job with an error");
     v("bucket_cap_mb", bucket_cap_mb,
       "under mpirun: MB of gradients per all-reduce bucket, started during the backward");
-    v("device", device, "accepted for nanoGPT configs; always the CPU here");
+    v("device", device,
+      "'cpu' (default), or 'cuda' / 'cuda:0': train on the first NVIDIA GPU (a build with the CUDA "
+      "backend; README 'GPUs')");
     v("compile", compile, "accepted for nanoGPT configs; kernels are always fused here");
     v("backend", backend, "accepted for nanoGPT configs; no effect");
     v("wandb_log", wandb_log, "accepted for nanoGPT configs; no effect (see metrics.jsonl)");

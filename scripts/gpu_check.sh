@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh: the CUDA backend checked and timed on a lent GPU in one call, beside
+# nanoGPT + torch.compile on the same GPU, with the machine's own CPU (an Intel Xeon with AMX) as
+# the CPU reference. Two halves:
+#   bash scripts/gpu_check.sh prepare   here (a build with the CUDA backend, e.g. build/ configured
+#                                       where nvcc is): writes gpu_bundle/ (git-ignored, ~15 MB):
+#                                       nanogpt, test_cuda and their non-system libraries (xz),
+#                                       both corpora tokenized, nanoGPT's source (fetched, never
+#                                       committed; NANOGPT_PY_SRC or /work/.mirror, see
+#                                       bench/nanogpt_py_src.sh)
+#   bash scripts/gpu_check.sh run       on the GPU machine (device tool: carry gpu_bundle): the GPU
+#                                       tests, W2 and GPT-2 124M (B 16, T 1024, bf16) for STEPS
+#                                       steps with us and with nanoGPT (compile, bf16), W2 on the
+#                                       CPU for the loss check, a GPU checkpoint resumed on the CPU;
+#                                       one table at the end and in $OUT/gpu_check.md, logs in $OUT.
+# Without a GPU (the rehearsal here) `run` does everything that needs none and says what it skipped.
+# Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
+# PARTS (default "tests w2 cpu gpt2 nanogpt": a rerun after a fix can leave the peers out).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUNDLE=$ROOT/gpu_bundle
+STEPS=${STEPS:-30}
+PARTS=${PARTS:-tests w2 cpu gpt2 nanogpt}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+mode=${1:-}
+
+prepare() {
+  set -e
+  local build=${NANOGPT_BUILD_DIR:-$ROOT/build}
+  grep -q 'NANOGPT_WITH_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
+  [ -f "$build/build.ninja" ] || { echo "no build in $build: run scripts/setup.sh first" >&2; exit 1; }
+  ninja -C "$build" nanogpt test_cuda || {
+    echo "building test_cuda failed: is $build configured with the CUDA backend (nvcc found)?" >&2
+    exit 1
+  }
+  rm -rf "$BUNDLE"; mkdir -p "$BUNDLE/stage/bin" "$BUNDLE/stage/lib" "$BUNDLE/data"
+  cp "$build/nanogpt" "$build/test_cuda" "$BUNDLE/stage/bin/"
+  # Non-system libraries beside the binaries: everything ldd resolves except glibc's own and
+  # CUDA's (the GPU machine has CUDA 13's; cuBLASLt alone is ~500 MB).
+  ldd "$build/nanogpt" "$build/test_cuda" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+    case $(basename "$lib") in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*) ;;
+      *) cp -L "$lib" "$BUNDLE/stage/lib/" ;;
+    esac
+  done
+  tar -C "$BUNDLE/stage" -cf - . | xz -9 -T2 > "$BUNDLE/nanogpt.tar.xz"
+  rm -rf "$BUNDLE/stage"
+  local text=${TEXT:-$ROOT/../shared/data/tinyshakespeare.txt}
+  "$build/nanogpt" prepare --tokenizer=char --input="$text" --out_dir="$BUNDLE/data/shakespeare_char" >/dev/null
+  "$build/nanogpt" prepare --tokenizer=gpt2 --input="$text" --out_dir="$BUNDLE/data/shakespeare_gpt2" >/dev/null
+  cp "$text" "$BUNDLE/data/input.txt"
+  # nanoGPT's own source (model.py, train.py, configurator.py, config/, data/).
+  # shellcheck source=../bench/nanogpt_py_src.sh
+  source "$ROOT/bench/nanogpt_py_src.sh"
+  local rev; rev=$(prepare_nanogpt_py "$BUNDLE/nanogpt_py")
+  echo "$rev" > "$BUNDLE/nanogpt_py/REVISION"
+  rm -rf "$BUNDLE/nanogpt_py/assets" "$BUNDLE/nanogpt_py/"*.ipynb
+  du -sh "$BUNDLE"; ls -la "$BUNDLE"
+}
+
+# Peak GPU memory of a command: nvidia-smi sampled every 0.2 s in the background (MiB, all
+# processes; the machine runs nothing else).
+run_with_gpu_memory() {  # run_with_gpu_memory <memfile> <cmd...>
+  local memfile=$1; shift
+  local sampler=""
+  if [ "$HAVE_GPU" = 1 ]; then
+    ( while :; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; sleep 0.2; done ) \
+      > "$memfile" 2>/dev/null &
+    sampler=$!
+  fi
+  "$@"; local rc=$?
+  [ -n "$sampler" ] && kill "$sampler" 2>/dev/null
+  return $rc
+}
+
+run() {
+  OUT=${OUT:-/tmp/gpu_check_out}; mkdir -p "$OUT"
+  local work=/tmp/gpu_check_work; rm -rf "$work"; mkdir -p "$work/pkg"
+  [ -f "$BUNDLE/nanogpt.tar.xz" ] || { echo "no $BUNDLE/nanogpt.tar.xz: run '$0 prepare' first" >&2; exit 1; }
+  xz -dc "$BUNDLE/nanogpt.tar.xz" | tar -C "$work/pkg" -xf -
+  local cudalibs
+  cudalibs=$(find /usr/local/cuda*/ /opt/torch/.venv/lib/python3*/site-packages/nvidia -name 'libcublasLt.so.13' 2>/dev/null |
+             xargs -r -n1 dirname | sort -u | tr '\n' ':')
+  export LD_LIBRARY_PATH=$work/pkg/lib:${cudalibs}${LD_LIBRARY_PATH:-}
+  local NG=$work/pkg/bin/nanogpt TC=$work/pkg/bin/test_cuda
+  HAVE_GPU=0; nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
+  HAVE_TORCH=0; [ "$HAVE_GPU" = 1 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && HAVE_TORCH=1
+  {
+    echo "== machine"; date -u
+    [ "$HAVE_GPU" = 1 ] && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    grep -m1 'model name' /proc/cpuinfo; nproc; grep -o 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+    "$NG" --version
+  } 2>&1 | tee "$OUT/machine.txt"
+
+  if want tests; then
+    echo "== GPU tests (test_cuda)"
+    timeout 240 "$TC" --gtest_output=xml:"$OUT/test_cuda.xml" > "$OUT/test_cuda.log" 2>&1
+    local trc=$?
+    grep -E '^\[  (PASSED|SKIPPED) *\] [0-9]+ tests?|^\[  FAILED  \]|tests? ran' "$OUT/test_cuda.log" | head -40
+    grep -A12 'Failure$' "$OUT/test_cuda.log" | head -60
+    echo "test_cuda exit status $trc"
+  fi
+
+  local data=$BUNDLE/data
+  local common=(--eval_interval=100000 --eval_iters=2 --log_interval=1 --max_iters="$STEPS")
+  if want w2; then
+  echo "== W2 (baby GPT) on the GPU, ours"
+  run_with_gpu_memory "$OUT/mem_w2_ours.txt" timeout 180 "$NG" train "$ROOT/config/train_shakespeare_char.py" \
+    --device=cuda --dtype=bfloat16 --data_dir="$data/shakespeare_char" --out_dir="$work/w2_gpu" \
+    --always_save_checkpoint=True "${common[@]}" > "$OUT/w2_ours.log" 2>&1
+  echo "exit $?"; grep -E '^(compute|iter (0|1|10|20|29|'"$((STEPS-1))"'):|done|error)' "$OUT/w2_ours.log"
+  echo "== W2 checkpoint from the GPU resumed on the CPU for 2 steps"
+  timeout 120 "$NG" train "$ROOT/config/train_shakespeare_char.py" --device=cpu --dtype=bfloat16 \
+    --data_dir="$data/shakespeare_char" --out_dir="$work/w2_gpu" --init_from=resume \
+    --eval_interval=100000 --eval_iters=2 --log_interval=1 --max_iters="$((STEPS + 2))" \
+    > "$OUT/w2_gpu_to_cpu.log" 2>&1
+  echo "exit $?"; grep -E '^(resumed|iter|done|error)' "$OUT/w2_gpu_to_cpu.log"
+  fi
+  if want cpu; then
+  echo "== W2 on the CPU (the loss reference), bf16, all cores"
+  timeout 300 "$NG" train "$ROOT/config/train_shakespeare_char.py" --device=cpu --dtype=bfloat16 \
+    --data_dir="$data/shakespeare_char" --out_dir="$work/w2_cpu" --always_save_checkpoint=False \
+    "${common[@]}" > "$OUT/w2_cpu.log" 2>&1
+  echo "exit $?"; grep -E '^(compute|iter (0|'"$((STEPS-1))"'):|done|error)' "$OUT/w2_cpu.log"
+  fi
+  if want gpt2; then
+  echo "== GPT-2 124M, B 16, T 1024, bf16 on the GPU, ours"
+  run_with_gpu_memory "$OUT/mem_gpt2_ours.txt" timeout 240 "$NG" train "$ROOT/config/train_gpt2.py" \
+    --device=cuda --dtype=bfloat16 --batch_size=16 --gradient_accumulation_steps=1 \
+    --data_dir="$data/shakespeare_gpt2" --out_dir="$work/gpt2_gpu" --always_save_checkpoint=False \
+    "${common[@]}" > "$OUT/gpt2_ours.log" 2>&1
+  echo "exit $?"; grep -E '^(compute|iter (0|1|10|'"$((STEPS-1))"'):|done|error)' "$OUT/gpt2_ours.log"
+  fi
+
+  if want nanogpt && [ "$HAVE_TORCH" = 1 ]; then
+    local ng=$work/nanogpt_py; cp -r "$BUNDLE/nanogpt_py" "$ng"
+    sed -i "s/torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))/torch.amp.GradScaler('cuda', enabled=(dtype == 'float16'))/" "$ng/train.py"
+    cp "$data/input.txt" "$ng/data/shakespeare_char/input.txt"
+    (cd "$ng/data/shakespeare_char" && python3 prepare.py > /dev/null)
+    mkdir -p "$ng/data/shakespeare"; cp "$data/shakespeare_gpt2/"{train,val}.bin "$ng/data/shakespeare/"
+    local ngcommon=(--eval_interval=100000 --eval_iters=2 --log_interval=1 --max_iters="$STEPS"
+                    --compile=True --dtype=bfloat16 --always_save_checkpoint=False)
+    echo "== W2 on the GPU, nanoGPT (compile, bf16)"
+    (cd "$ng" && PYTHONUNBUFFERED=1 run_with_gpu_memory "$OUT/mem_w2_nanogpt.txt" timeout 240 \
+       python3 train.py config/train_shakespeare_char.py --out_dir=/tmp/ng_w2 "${ngcommon[@]}") \
+      > "$OUT/w2_nanogpt.log" 2>&1
+    echo "exit $?"; grep -E '^iter (0|1|10|'"$((STEPS-1))"'):|Error' "$OUT/w2_nanogpt.log"
+    echo "== GPT-2 124M B 16 T 1024 on the GPU, nanoGPT (compile, bf16)"
+    (cd "$ng" && PYTHONUNBUFFERED=1 run_with_gpu_memory "$OUT/mem_gpt2_nanogpt.txt" timeout 300 \
+       python3 train.py --dataset=shakespeare --batch_size=16 --block_size=1024 \
+       --gradient_accumulation_steps=1 --out_dir=/tmp/ng_gpt2 "${ngcommon[@]}") \
+      > "$OUT/gpt2_nanogpt.log" 2>&1
+    echo "exit $?"; grep -E '^iter (0|1|10|'"$((STEPS-1))"'):|Error' "$OUT/gpt2_nanogpt.log"
+  else
+    echo "== nanoGPT skipped (not in PARTS, or no GPU with PyTorch here)"
+  fi
+  python3 "$ROOT/scripts/gpu_check_table.py" "$OUT" "$STEPS" | tee "$OUT/gpu_check.md"
+}
+
+case $mode in
+  prepare) prepare ;;
+  run) run ;;
+  *) echo "usage: $0 prepare | run   (see the comment at the top)" >&2; exit 2 ;;
+esac

@@ -1,0 +1,122 @@
+// GpuGpt: the GPT-2 model on one NVIDIA GPU. The same parameter table (model/params.h) and
+// therefore the same checkpoints as the CPU model: the arenas live in device memory, laid out
+// alike, and go to and from the host whole. Forward, backward and the AdamW step call the device
+// ops of kernels/cuda/ops_cuda.h only; this file holds no CUDA (no kernels, no CUDA headers).
+// Precision: float32, or bfloat16 storage (float32 master weights, gradients, optimizer state,
+// residual stream and statistics; a bfloat16 copy of the weights for the matmuls), as on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/device_memory.h"
+#include "kernels/dtype.h"
+#include "model/architecture.h"
+#include "model/model_config.h"
+#include "model/params.h"
+#include "model/weights.h"
+
+namespace nanogpt {
+
+// The architecture options the GPU model runs; throws nanogpt::Error naming the first one it does
+// not (rotary positions, QK-norm, the logit soft-cap) and how to train such a model on the CPU.
+void require_gpu_architecture(const ModelConfig& config);
+
+// Device bytes GpuGpt holds for a config, dtype and batch shape (what `estimate --device=cuda`
+// reports and what the trainer checks against the free memory before it allocates).
+struct GpuMemoryPlan {
+  int64_t params = 0;       // float32 masters + the 16-bit copy
+  int64_t grads = 0;        // float32
+  int64_t optimizer = 0;    // AdamW's m and v
+  int64_t activations = 0;  // what forward keeps for backward, per micro-batch
+  int64_t classifier = 0;   // logits (float32) and their gradient
+  int64_t scratch = 0;      // backward's temporaries and the attention scratch
+  int64_t total() const { return params + grads + optimizer + activations + classifier + scratch; }
+};
+GpuMemoryPlan plan_gpu_memory(const ModelConfig& config, DType dtype, int B, int T);
+
+class GpuGpt {
+ public:
+  // Allocates everything for micro-batches of up to B sequences of T tokens (T <= block_size).
+  GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T);
+
+  const ModelConfig& config() const { return config_; }
+  const ParamTable& table() const { return table_; }
+  DType dtype() const { return dtype_; }
+
+  // Whole float32 arenas to / from the host (table().total_numel() floats).
+  void upload_params(const float* host);
+  void download_params(float* host) const;
+  // The gradient arena to the host (tests, and the checks of scripts/gpu_check.sh).
+  void download_grads(float* host) const;
+  // AdamW's m and v arenas to / from the host (same layout).
+  void upload_adam_state(const float* m, const float* v);
+  void download_adam_state(float* m, float* v) const;
+
+  // inputs, targets (B, T) host token ids (targets may be null: no loss; -1 = ignored).
+  // Returns the mean loss over non-ignored targets. training: dropout on, backward prepared, with
+  // the classifier's loss gradient scaled by grad_scale (e.g. 1 / gradient_accumulation_steps).
+  float forward(const int* inputs, const int* targets, int B, int T, bool training,
+                uint64_t dropout_seed, float grad_scale);
+  // Backward of the last training forward: parameter gradients ACCUMULATE into the grads arena.
+  void backward();
+  void zero_grad();
+  // L2 norm of the gradient arena.
+  double grad_norm();
+  // One AdamW step over every tensor (weight decay on the table's decay tensors only), gradients
+  // multiplied by grad_scale (clipping); step counts from 1. Refreshes the 16-bit weights.
+  void adamw_step(double lr, double beta1, double beta2, double eps, double weight_decay,
+                  float grad_scale, int64_t step);
+
+  // Logits (B, T, Vp) of the last forward without targets, downloaded (first V columns valid).
+  std::vector<float> download_logits() const;
+
+ private:
+  struct Layer {  // what a block's forward keeps for backward, (N = B*T) rows
+    cuda::DeviceBuffer<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // (N)
+    cuda::DeviceBuffer<uint16_t> ln1_h, qkv_h, att_h, atty_h, ln2_h, fch_h, fchg_h;  // bf16 bits
+    cuda::DeviceBuffer<float> ln1_f, qkv_f, att_f, atty_f, ln2_f, fch_f, fchg_f;     // float32
+    cuda::DeviceBuffer<float> res2, res3;  // (N, C) residual stream after attention, after MLP
+  };
+  // An activation buffer of `n` elements in the run's dtype.
+  TypedPtr act(cuda::DeviceBuffer<uint16_t>& h, cuda::DeviceBuffer<float>& f) const;
+  void alloc_act(cuda::DeviceBuffer<uint16_t>& h, cuda::DeviceBuffer<float>& f, int64_t n,
+                 const char* what);
+  // The matmul operand of a weight: its float32 view in float32, its 16-bit copy in bfloat16.
+  ConstTypedPtr wmat(const float* w32, const uint16_t* w16) const;
+  // A float32 bias for a float32 output, or its 16-bit copy for a 16-bit output.
+  ConstTypedPtr wbias(const float* b32, const uint16_t* b16, bool out_f32) const;
+  uint64_t site_seed(int layer, int site) const;
+
+  cuda::CudaContext& ctx_;
+  ModelConfig config_;
+  Architecture arch_;
+  ParamTable table_;
+  DType dtype_;
+  int maxB_, maxT_;
+  cuda::DeviceBuffer<float> params_, grads_, m_, v_;
+  cuda::DeviceBuffer<uint16_t> params_h_;  // bfloat16 copy (empty in float32)
+  ModelWeights w_, g_;
+  LowpModelWeights lw_;
+  std::vector<Layer> layers_;
+  cuda::DeviceBuffer<int> inputs_d_, targets_d_;                // (B, T)
+  cuda::DeviceBuffer<float> encoded_;                           // (N, C)
+  cuda::DeviceBuffer<float> lnf_mean_, lnf_rstd_, losses_;      // (N)
+  cuda::DeviceBuffer<uint16_t> lnf_h_;                          // (N, C)
+  cuda::DeviceBuffer<float> lnf_f_;
+  cuda::DeviceBuffer<float> logits_;                            // (N, Vp) float32
+  cuda::DeviceBuffer<uint16_t> dlogits_h_;                      // (N, Vp)
+  cuda::DeviceBuffer<float> dlogits_f_;
+  cuda::DeviceBuffer<float> proj_, dres_;                       // (N, C) float32
+  cuda::DeviceBuffer<uint16_t> dC_h_, dC2_h_, d3C_h_, d4C_h_;   // gradients in the act dtype
+  cuda::DeviceBuffer<float> dC_f_, dC2_f_, d3C_f_, d4C_f_;
+  // The last forward.
+  int B_ = 0, T_ = 0;
+  bool training_ = false, backward_ready_ = false, logits_valid_ = false;
+  float dropout_p_ = 0;
+  uint64_t dropout_seed_ = 0;
+};
+
+}  // namespace nanogpt

@@ -1,0 +1,55 @@
+// CudaContext: the process's handle on one NVIDIA GPU (device 0): the cuBLAS and cuBLASLt handles,
+// cuBLASLt's workspace, and a small scratch arena the ops borrow per call. RAII; one per run.
+// This header includes no CUDA header, so host code (the GPU model, tests) compiles with g++ alone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nanogpt::cuda {
+
+// Whether a usable CUDA device exists; when not, `why` (nullable) gets the reason (no driver,
+// no device, CUDA error text). Costs nothing after the first call.
+bool device_available(std::string* why = nullptr);
+
+// The device's name ("NVIDIA H200"); "" without a device.
+std::string device_name();
+
+// "NVIDIA H200, 132 SMs, 139.8 GiB, compute capability 9.0, driver 13.0".
+std::string device_description();
+
+class CudaContext {
+ public:
+  // Selects device 0 and creates the handles; throws nanogpt::Error with the CUDA error text when
+  // no device is usable. allow_tf32: float32 matmuls run on the tensor cores in TF32 (nanoGPT's
+  // torch.backends.cuda.matmul.allow_tf32, which its train.py sets).
+  explicit CudaContext(bool allow_tf32 = true);
+  ~CudaContext();
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  bool allow_tf32() const { return allow_tf32_; }
+  void* cublas() const { return cublas_; }      // cublasHandle_t
+  void* cublaslt() const { return cublaslt_; }  // cublasLtHandle_t
+  void* lt_workspace() const { return lt_workspace_; }
+  size_t lt_workspace_bytes() const { return lt_workspace_bytes_; }
+
+  // A device scratch area of at least `bytes` (grown, never shrunk; contents undefined). One
+  // borrower at a time: an op may use it for the duration of its call only (stream-ordered).
+  void* scratch(size_t bytes);
+
+  // Waits for the device and turns an asynchronous kernel error into nanogpt::Error naming `what`.
+  void synchronize(const char* what = "CUDA work");
+
+ private:
+  bool allow_tf32_ = true;
+  void* cublas_ = nullptr;
+  void* cublaslt_ = nullptr;
+  void* lt_workspace_ = nullptr;
+  size_t lt_workspace_bytes_ = 0;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace nanogpt::cuda

@@ -1,0 +1,119 @@
+// GPT-2's ops on an NVIDIA GPU (namespace nanogpt::cuda): the device twins of kernels/ops.h, each
+// tested against the scalar reference (kernels/ref, tests/cuda/). Every pointer is a DEVICE
+// pointer; work is queued on the default stream (asynchronous: call CudaContext::synchronize() to
+// wait and surface errors). Letters as in ops.h: N rows, C channels, OC output channels, B batch,
+// T time, NH heads, HS = C / NH, V vocab, Vp padded vocab.
+// Storage: tensors passed as TypedPtr are float32 or bfloat16 (the run's activation dtype);
+// statistics (mean, rstd, losses), the residual stream and every parameter gradient are float32.
+// Compute is float32 throughout (matmuls accumulate in float32).
+// Gradient convention (differs from ops.h, stated per op): PARAMETER gradients ACCUMULATE (+=),
+// ACTIVATION gradients are OVERWRITTEN (=) unless the op says it adds.
+// Dropout masks are those of the CPU (core/rng.h): element i kept iff hash_uniform(seed, i) >= p,
+// kept values scaled by 1/(1-p); p == 0: no dropout.
+// This header includes no CUDA header.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/dtype.h"
+#include "kernels/ops.h"
+
+namespace nanogpt::cuda {
+
+// ---- embeddings, norms, elementwise (elementwise.cu, layernorm.cu, encoder.cu) ----
+
+// out (B,T,C) = wte[inp] + wpe[t] (wpe nullable: no position embedding). inp (B,T) ids < V.
+void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
+                     int C);
+// dwte[inp[b,t]] += dout[b,t]; dwpe[t] += sum_b dout[b,t] (dwpe nullable). Deterministic.
+void encoder_backward(CudaContext& ctx, float* dwte, float* dwpe, const float* dout, const int* inp,
+                      int B, int T, int C);
+
+// out (N,C) = norm(inp) * weight + bias (bias nullable), eps 1e-5; mean, rstd (N) saved (RMSNorm
+// writes mean 0). out is float32 or bfloat16.
+void layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
+                       const float* weight, const float* bias, int64_t N, int C, NormKind norm);
+// res (N,C) = a + b (float32), then out = layernorm(res) as above.
+void residual_layernorm_forward(float* res, TypedPtr out, float* mean, float* rstd, const float* a,
+                                const float* b, const float* weight, const float* bias, int64_t N,
+                                int C, NormKind norm);
+// dinp (N,C) += d/dinp (ADDS: it is the residual stream's gradient); dweight, dbias (C) +=
+// (dbias nullable). dout float32 or bfloat16. Deterministic (no atomics on dweight / dbias).
+void layernorm_backward(CudaContext& ctx, float* dinp, float* dweight, float* dbias,
+                        ConstTypedPtr dout, const float* inp, const float* weight,
+                        const float* mean, const float* rstd, int64_t N, int C, NormKind norm);
+
+// out = act(inp), N elements (GELU tanh / erf, or ReLU squared); out may alias inp.
+void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind);
+// dinp = act'(inp) * dout (overwrite; dinp may alias dout).
+void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
+                   MlpActivation kind);
+
+// out (N) = a + b, float32.
+void residual_forward(float* out, const float* a, const float* b, int64_t N);
+// acc (N) += x (x float32 or bfloat16).
+void add_inplace(float* acc, ConstTypedPtr x, int64_t N);
+// out = dropout(inp) (may run in place); dinp = dropout'(dout) (overwrite; may alias).
+void dropout_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, float p, uint64_t seed);
+void dropout_backward(TypedPtr dinp, ConstTypedPtr dout, int64_t N, float p, uint64_t seed);
+
+// dst (n) = src (n) converted (float32 <-> bfloat16, round to nearest even); same dtype: a copy.
+void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
+// x (n) *= s.
+void scale(float* x, float s, int64_t n);
+
+// ---- classifier (crossentropy.cu) ----
+
+// Per row n of logits (N, Vp) (float32; columns >= V ignored): losses[n] = -log softmax[target];
+// dlogits[n, j] = dloss * (softmax[j] - [j == target]) for j < V, 0 for V <= j < Vp (overwrite;
+// float32 or bfloat16, not aliasing logits). targets[n] == -1: ignored row, loss 0 and dlogits 0.
+// dlogits nullable (forward only).
+void crossentropy_forward_backward(float* losses, TypedPtr dlogits, const float* logits,
+                                   const int* targets, float dloss, int64_t N, int V, int Vp);
+
+// ---- optimizer (adamw.cu) ----
+
+// One AdamW step on n elements, the same arithmetic as optim/adamw.cpp (torch.optim.AdamW):
+// g = grads * grad_scale; params -= lr * weight_decay * params; m = beta1 m + (1-beta1) g;
+// v = beta2 v + (1-beta2) g^2; params -= lr * (m / (1-beta1^step)) / (sqrt(v / (1-beta2^step)) +
+// eps). params_lowp (nullable) gets round(params) in its dtype (bfloat16). step counts from 1.
+struct AdamWArgs {
+  float lr = 0, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0, grad_scale = 1;
+  int64_t step = 1;
+};
+void adamw_update(float* params, TypedPtr params_lowp, float* m, float* v, const float* grads,
+                  int64_t n, const AdamWArgs& args);
+
+// Sum of squares of x (n) in float64 on the host (waits for the device). Deterministic.
+double sum_squares(CudaContext& ctx, const float* x, int64_t n);
+
+// ---- matmuls (matmul.cu, through cuBLASLt) ----
+
+// out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC; nullable); inp and weight of one dtype
+// (float32: TF32 when ctx.allow_tf32(); bfloat16); out float32 or the inputs' dtype; bias of
+// out's dtype. accumulate: out += instead of = (no bias then).
+void matmul_forward(CudaContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight,
+                    ConstTypedPtr bias, int64_t N, int C, int OC, bool accumulate = false);
+// dinp (N, C) = dout (N, OC) @ weight (OC, C) (overwrite; nullable; dtype of dout);
+// dweight (OC, C) += dout^T @ inp (float32); dbias (OC) += column sums of dout (nullable).
+// dout, inp and weight of one dtype.
+void matmul_backward(CudaContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+                     ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
+                     int OC);
+
+// ---- attention (attention.cu) ----
+
+// Causal multi-head attention as in ops.h: qkv (B,T,3C) rows [Q|K|V]; out (B,T,C); scale
+// 1/sqrt(HS); dropout p on the probabilities, element index ((b*NH+h)*T+t)*T+s. att (B,NH,T,T)
+// keeps the probabilities (before dropout) for backward. All of qkv, out, att of one dtype.
+// Borrows ctx.scratch(attention_scratch_bytes(...)).
+size_t attention_scratch_bytes(int B, int T, int C, int NH, DType dtype);
+void attention_forward(CudaContext& ctx, TypedPtr out, TypedPtr att, ConstTypedPtr qkv, int B,
+                       int T, int C, int NH, float dropout_p, uint64_t seed);
+// dqkv (B,T,3C) = gradient (overwrite) from dout (B,T,C), att and qkv of the forward.
+void attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr att,
+                        ConstTypedPtr qkv, int B, int T, int C, int NH, float dropout_p,
+                        uint64_t seed);
+
+}  // namespace nanogpt::cuda

@@ -1,0 +1,177 @@
+// cuda::matmul_forward / matmul_backward (cuBLASLt) against the scalar reference (ref::matmul_*):
+// float32 with TF32 and exact float32, bfloat16 storage with float32 or bfloat16 outputs, bias,
+// accumulate, odd sizes and less aligned pointers. Outputs the GPU overwrites are poisoned with NaN
+// first; the reference accumulates, so it starts from zeros (activation gradient) or from the same
+// initial values as the GPU's accumulating outputs (parameter gradients). Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "core/check.h"
+#include "cuda_test_util.h"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/ops_cuda.h"
+#include "kernels/ops.h"
+
+namespace nanogpt::cuda {
+namespace {
+
+using testing_cuda::DeviceTensor;
+using testing_cuda::random_vector;
+using testing_cuda::relative_error;
+using testing_cuda::rounded;
+
+// relative_error(got, want, base) < tol; with NANOGPT_TEST_VERBOSE set, prints the error (margins).
+void expect_rel(const std::vector<float>& got, const std::vector<float>& want, double tol,
+                const std::string& what, const std::vector<float>* base = nullptr) {
+  const double err = relative_error(got, want, base);
+  if (std::getenv("NANOGPT_TEST_VERBOSE")) std::printf("    %-40s err %.3g (tol %.3g)\n", what.c_str(), err, tol);
+  EXPECT_LT(err, tol) << what;
+}
+
+struct MatmulCase {
+  DType dtype;      // inp, weight, dout (and dinp)
+  DType out_dtype;  // forward output (and bias)
+  bool tf32;
+  double tol;
+};
+
+// TF32: 10 mantissa bits; exact float32; bfloat16 storage (8 bits).
+const MatmulCase kCases[] = {
+    {DType::kF32, DType::kF32, true, 3e-3},
+    {DType::kF32, DType::kF32, false, 1e-5},
+    {DType::kBF16, DType::kBF16, false, 2e-2},
+    {DType::kBF16, DType::kF32, false, 2e-2},
+};
+
+std::string case_name(const MatmulCase& c) {
+  return std::string(dtype_name(c.dtype)) + "->" + dtype_name(c.out_dtype) +
+         (c.dtype == DType::kF32 ? (c.tf32 ? " tf32" : " exact") : "");
+}
+
+// Forward with and without bias, on pointers offset by `offset` elements from their allocations
+// (offset 1: 4- or 2-byte aligned, the heuristic's and the epilogue's fallbacks).
+void check_forward(const MatmulCase& c, int64_t N, int C, int OC, bool with_bias, int offset) {
+  SCOPED_TRACE(case_name(c) + (with_bias ? " bias" : " no bias") + " offset " +
+               std::to_string(offset) + " N " + std::to_string(N));
+  CudaContext ctx(c.tf32);
+  // Inputs rounded to the storage type: the reference sees exactly what the GPU reads.
+  const auto inp = rounded(random_vector(N * C, 1, 1.0f), c.dtype);
+  const auto weight = rounded(random_vector(static_cast<int64_t>(OC) * C, 2, 0.2f), c.dtype);
+  const auto bias = rounded(random_vector(OC, 3, 1.0f), c.out_dtype);
+  std::vector<float> want(N * OC);
+  ref::matmul_forward(want.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr, N,
+                      C, OC);
+
+  DeviceTensor d_inp(inp, c.dtype, offset), d_weight(weight, c.dtype, offset);
+  DeviceTensor d_bias(bias, c.out_dtype, offset);
+  DeviceTensor d_out = DeviceTensor::nan(N * OC, c.out_dtype, offset);
+  matmul_forward(ctx, d_out.ptr(), d_inp.ptr(), d_weight.ptr(),
+                 with_bias ? d_bias.ptr() : ConstTypedPtr{}, N, C, OC);
+  ctx.synchronize("matmul_forward");
+  expect_rel(d_out.download(), want, c.tol, "out");
+}
+
+TEST(CudaMatmul, Forward) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (const auto& c : kCases) {
+    for (bool bias : {false, true}) {
+      check_forward(c, 37, 97, 53, bias, 0);
+      check_forward(c, 256, 128, 192, bias, 0);
+    }
+    check_forward(c, 37, 97, 53, true, 1);
+    check_forward(c, 64, 64, 96, true, 1);
+  }
+}
+
+// accumulate: out += inp @ weight^T (no bias even when one is passed).
+TEST(CudaMatmul, ForwardAccumulate) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const int64_t N = 37;
+  const int C = 97, OC = 53;
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(case_name(c));
+    CudaContext ctx(c.tf32);
+    const auto inp = rounded(random_vector(N * C, 11, 1.0f), c.dtype);
+    const auto weight = rounded(random_vector(static_cast<int64_t>(OC) * C, 12, 0.2f), c.dtype);
+    const auto bias = rounded(random_vector(OC, 13, 1.0f), c.out_dtype);
+    const auto init = rounded(random_vector(N * OC, 14, 1.0f), c.out_dtype);
+    std::vector<float> want(N * OC);
+    ref::matmul_forward(want.data(), inp.data(), weight.data(), nullptr, N, C, OC);
+    for (int64_t i = 0; i < N * OC; ++i) want[i] += init[i];
+
+    DeviceTensor d_inp(inp, c.dtype), d_weight(weight, c.dtype), d_bias(bias, c.out_dtype);
+    DeviceTensor d_out(init, c.out_dtype);
+    matmul_forward(ctx, d_out.ptr(), d_inp.ptr(), d_weight.ptr(), d_bias.ptr(), N, C, OC,
+                   /*accumulate=*/true);
+    ctx.synchronize("matmul_forward accumulate");
+    // Relative to the size of the product (not of the sum): the added part must be right.
+    expect_rel(d_out.download(), want, c.tol, "out (accumulate)", &init);
+  }
+}
+
+void check_backward(const MatmulCase& c, int64_t N, int C, int OC, bool with_dinp,
+                    bool with_dbias) {
+  SCOPED_TRACE(case_name(c) + " N " + std::to_string(N) + " C " + std::to_string(C) + " OC " +
+               std::to_string(OC) + (with_dinp ? "" : " no dinp") + (with_dbias ? "" : " no dbias"));
+  CudaContext ctx(c.tf32);
+  const auto dout = rounded(random_vector(N * OC, 21, 1.0f), c.dtype);
+  const auto inp = rounded(random_vector(N * C, 22, 1.0f), c.dtype);
+  const auto weight = rounded(random_vector(static_cast<int64_t>(OC) * C, 23, 0.2f), c.dtype);
+  const auto dweight0 = random_vector(static_cast<int64_t>(OC) * C, 24, 1.0f);
+  const auto dbias0 = random_vector(OC, 25, 1.0f);
+
+  std::vector<float> want_dinp(N * C, 0.0f);  // the reference accumulates: start from zero
+  std::vector<float> want_dweight = dweight0, want_dbias = dbias0;
+  ref::matmul_backward(with_dinp ? want_dinp.data() : nullptr, want_dweight.data(),
+                       with_dbias ? want_dbias.data() : nullptr, dout.data(), inp.data(),
+                       weight.data(), N, C, OC);
+
+  DeviceTensor d_dout(dout, c.dtype), d_inp(inp, c.dtype), d_weight(weight, c.dtype);
+  DeviceTensor d_dinp = DeviceTensor::nan(N * C, c.dtype);  // overwritten
+  DeviceTensor d_dweight(dweight0, DType::kF32), d_dbias(dbias0, DType::kF32);  // accumulated
+  matmul_backward(ctx, with_dinp ? d_dinp.ptr() : TypedPtr{}, d_dweight.ptr().f32(),
+                  with_dbias ? d_dbias.ptr().f32() : nullptr, d_dout.ptr(), d_inp.ptr(),
+                  d_weight.ptr(), N, C, OC);
+  ctx.synchronize("matmul_backward");
+  if (with_dinp) {
+    expect_rel(d_dinp.download(), want_dinp, c.tol, "dinp");
+  } else {
+    for (float x : d_dinp.download()) ASSERT_TRUE(x != x) << "dinp written though null";
+  }
+  expect_rel(d_dweight.download(), want_dweight, c.tol, "dweight", &dweight0);
+  if (with_dbias) {
+    // A float32 sum of N values (the inputs are exact in the storage type): tight for every dtype.
+    expect_rel(d_dbias.download(), want_dbias, 1e-5, "dbias", &dbias0);
+  } else {
+    EXPECT_EQ(d_dbias.download(), dbias0) << "dbias changed though null";
+  }
+}
+
+TEST(CudaMatmul, Backward) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  for (const auto& c : kCases) {
+    check_backward(c, 37, 97, 53, true, true);
+    check_backward(c, 37, 97, 53, false, false);
+    check_backward(c, 1000, 64, 96, true, true);  // several row chunks in the bias sum
+  }
+}
+
+TEST(CudaMatmul, RefusesMixedDtypes) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  CudaContext ctx;
+  DeviceTensor a(random_vector(16, 1, 1.0f), DType::kF32), b(random_vector(16, 2, 1.0f),
+                                                             DType::kBF16);
+  DeviceTensor out = DeviceTensor::nan(16, DType::kBF16);
+  // float32 inputs, bfloat16 weight.
+  EXPECT_THROW(matmul_forward(ctx, out.ptr(), a.ptr(), b.ptr(), {}, 4, 4, 4), Error);
+  // float32 inputs into a bfloat16 output.
+  EXPECT_THROW(matmul_forward(ctx, out.ptr(), a.ptr(), a.ptr(), {}, 4, 4, 4), Error);
+}
+
+}  // namespace
+}  // namespace nanogpt::cuda

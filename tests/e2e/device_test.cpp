@@ -1,0 +1,50 @@
+// --device: 'cuda' trains on the GPU and its checkpoint resumes on the CPU, or, where it cannot run
+// (a build without the CUDA backend, a machine without a GPU), it says which and how to go on;
+// an unknown device is refused by name.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "e2e_util.h"
+
+namespace nanogpt::e2e {
+namespace {
+
+class DeviceCli : public ShakespeareTest {};
+
+constexpr const char* kTiny =
+    " --data_dir=data/sc --n_layer=2 --n_head=2 --n_embd=64 --block_size=32 --batch_size=4"
+    " --max_iters=4 --eval_interval=2 --eval_iters=2 --log_interval=1 --dtype=float32"
+    " --warmup_iters=0 --learning_rate=1e-3";
+
+TEST_F(DeviceCli, CudaTrainsAndResumesOnTheCpuOrSaysWhyNot) {
+  RunResult gpu = run_nanogpt(dir_, std::string("train --device=cuda --out_dir=out") + kTiny);
+  if (gpu.exit_code == 0) {
+    // A GPU ran it: the checkpoint is the CPU's format, and the CPU continues the run.
+    EXPECT_NE(gpu.output.find("saved checkpoint"), std::string::npos) << gpu.output;
+    RunResult cpu = run_nanogpt(dir_, std::string("train --device=cpu --out_dir=out "
+                                                  "--init_from=resume") +
+                                          kTiny + " --max_iters=6");
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+    EXPECT_NE(cpu.output.find("resumed from"), std::string::npos) << cpu.output;
+    EXPECT_NE(cpu.output.find("iter 5:"), std::string::npos) << cpu.output;
+    return;
+  }
+  EXPECT_EQ(gpu.exit_code, 1) << gpu.output;
+  const bool no_backend = gpu.output.find("built without the CUDA backend") != std::string::npos;
+  const bool no_device = gpu.output.find("no usable CUDA device") != std::string::npos;
+  EXPECT_TRUE(no_backend || no_device) << gpu.output;
+  EXPECT_NE(gpu.output.find("--device=cpu"), std::string::npos) << gpu.output;
+  // Nothing was trained, so nothing was saved.
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/ckpt/state.json"));
+}
+
+TEST_F(DeviceCli, AnUnknownDeviceIsRefusedByName) {
+  RunResult r = run_nanogpt(dir_, std::string("train --device=mps --out_dir=out") + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("device = 'mps'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'cpu' or 'cuda'"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace nanogpt::e2e
