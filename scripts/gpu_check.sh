@@ -15,12 +15,12 @@
 #                                       one table at the end and in $OUT/gpu_check.md, logs in $OUT.
 # Without a GPU (the rehearsal here) `run` does everything that needs none and says what it skipped.
 # Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
-# PARTS (default "tests w2 cpu gpt2 nanogpt": a rerun after a fix can leave the peers out).
+# PARTS (default "tests w2 cpu gpt2 naive profile nanogpt": a rerun after a fix can leave some out).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/gpu_bundle
 STEPS=${STEPS:-30}
-PARTS=${PARTS:-tests w2 cpu gpt2 nanogpt}
+PARTS=${PARTS:-tests w2 cpu gpt2 naive profile nanogpt}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 mode=${1:-}
 
@@ -73,16 +73,28 @@ run_with_gpu_memory() {  # run_with_gpu_memory <memfile> <cmd...>
   return $rc
 }
 
+# ours_gpu <tag> <config> <dataset> <steps> [train args...]: our binary on the GPU, bf16, log in
+# $OUT/<tag>.log, GPU memory sampled into $OUT/mem_<tag>.txt.
+ours_gpu() {
+  local tag=$1 config=$2 dataset=$3 steps=$4; shift 4
+  run_with_gpu_memory "$OUT/mem_$tag.txt" timeout 90 "$NG" train "$config" --device=cuda \
+    --dtype=bfloat16 --data_dir="$BUNDLE/data/$dataset" --out_dir="$WORK/$tag" \
+    --always_save_checkpoint=False --eval_interval=100000 --eval_iters=2 --log_interval=1 \
+    --max_iters="$steps" "$@" > "$OUT/$tag.log" 2>&1
+  echo "exit $?"
+  grep -E '^(compute|iter (0|1|10|'"$((steps-1))"'):|done|error)' "$OUT/$tag.log"
+}
+
 run() {
   OUT=${OUT:-/tmp/gpu_check_out}; mkdir -p "$OUT"
-  local work=/tmp/gpu_check_work; rm -rf "$work"; mkdir -p "$work/pkg"
+  WORK=/tmp/gpu_check_work; local work=$WORK; rm -rf "$work"; mkdir -p "$work/pkg"
   [ -f "$BUNDLE/nanogpt.tar.xz" ] || { echo "no $BUNDLE/nanogpt.tar.xz: run '$0 prepare' first" >&2; exit 1; }
   xz -dc "$BUNDLE/nanogpt.tar.xz" | tar -C "$work/pkg" -xf -
   local cudalibs
   cudalibs=$(find /usr/local/cuda*/ /opt/torch/.venv/lib/python3*/site-packages/nvidia -name 'libcublasLt.so.13' 2>/dev/null |
              xargs -r -n1 dirname | sort -u | tr '\n' ':')
   export LD_LIBRARY_PATH=$work/pkg/lib:${cudalibs}${LD_LIBRARY_PATH:-}
-  local NG=$work/pkg/bin/nanogpt TC=$work/pkg/bin/test_cuda
+  NG=$work/pkg/bin/nanogpt; local TC=$work/pkg/bin/test_cuda
   HAVE_GPU=0; nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
   HAVE_TORCH=0; [ "$HAVE_GPU" = 1 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && HAVE_TORCH=1
   {
@@ -94,7 +106,7 @@ run() {
 
   if want tests; then
     echo "== GPU tests (test_cuda)"
-    timeout 240 "$TC" --gtest_output=xml:"$OUT/test_cuda.xml" > "$OUT/test_cuda.log" 2>&1
+    timeout 150 "$TC" --gtest_output=xml:"$OUT/test_cuda.xml" > "$OUT/test_cuda.log" 2>&1
     local trc=$?
     grep -E '^\[  (PASSED|SKIPPED) *\] [0-9]+ tests?|^\[  FAILED  \]|tests? ran' "$OUT/test_cuda.log" | head -40
     grep -A12 'Failure$' "$OUT/test_cuda.log" | head -60
@@ -105,7 +117,7 @@ run() {
   local common=(--eval_interval=100000 --eval_iters=2 --log_interval=1 --max_iters="$STEPS")
   if want w2; then
   echo "== W2 (baby GPT) on the GPU, ours"
-  run_with_gpu_memory "$OUT/mem_w2_ours.txt" timeout 180 "$NG" train "$ROOT/config/train_shakespeare_char.py" \
+  run_with_gpu_memory "$OUT/mem_w2_ours.txt" timeout 90 "$NG" train "$ROOT/config/train_shakespeare_char.py" \
     --device=cuda --dtype=bfloat16 --data_dir="$data/shakespeare_char" --out_dir="$work/w2_gpu" \
     --always_save_checkpoint=True "${common[@]}" > "$OUT/w2_ours.log" 2>&1
   echo "exit $?"; grep -E '^(compute|iter (0|1|10|20|29|'"$((STEPS-1))"'):|done|error)' "$OUT/w2_ours.log"
@@ -115,6 +127,14 @@ run() {
     --eval_interval=100000 --eval_iters=2 --log_interval=1 --max_iters="$((STEPS + 2))" \
     > "$OUT/w2_gpu_to_cpu.log" 2>&1
   echo "exit $?"; grep -E '^(resumed|iter|done|error)' "$OUT/w2_gpu_to_cpu.log"
+  echo "== sampling on the GPU from that checkpoint (KV cache), and on the CPU"
+  for dev in cuda cpu; do
+    timeout 60 "$NG" sample --device=$dev --out_dir="$work/w2_gpu" --num_samples=1 \
+      --max_new_tokens=300 --seed=7 > "$OUT/sample_$dev.log" 2>&1
+    echo "exit $?"; tail -c 300 "$OUT/sample_$dev.log"
+  done
+  echo "== W2 in float32 (TF32) on the GPU, 10 steps"
+  ours_gpu w2_f32 "$ROOT/config/train_shakespeare_char.py" shakespeare_char 10 --dtype=float32
   fi
   if want cpu; then
   echo "== W2 on the CPU (the loss reference), bf16, all cores"
@@ -122,14 +142,31 @@ run() {
     --data_dir="$data/shakespeare_char" --out_dir="$work/w2_cpu" --always_save_checkpoint=False \
     "${common[@]}" > "$OUT/w2_cpu.log" 2>&1
   echo "exit $?"; grep -E '^(compute|iter (0|'"$((STEPS-1))"'):|done|error)' "$OUT/w2_cpu.log"
+  echo "== that CPU checkpoint resumed on the GPU for 2 steps"
+  timeout 120 "$NG" train "$ROOT/config/train_shakespeare_char.py" --device=cuda --dtype=bfloat16 \
+    --data_dir="$data/shakespeare_char" --out_dir="$work/w2_cpu" --init_from=resume \
+    --eval_interval=100000 --eval_iters=2 --log_interval=1 --max_iters="$((STEPS + 2))" \
+    > "$OUT/w2_cpu_to_gpu.log" 2>&1
+  echo "exit $?"; grep -E '^(resumed|iter|done|error)' "$OUT/w2_cpu_to_gpu.log"
   fi
   if want gpt2; then
-  echo "== GPT-2 124M, B 16, T 1024, bf16 on the GPU, ours"
-  run_with_gpu_memory "$OUT/mem_gpt2_ours.txt" timeout 240 "$NG" train "$ROOT/config/train_gpt2.py" \
-    --device=cuda --dtype=bfloat16 --batch_size=16 --gradient_accumulation_steps=1 \
-    --data_dir="$data/shakespeare_gpt2" --out_dir="$work/gpt2_gpu" --always_save_checkpoint=False \
-    "${common[@]}" > "$OUT/gpt2_ours.log" 2>&1
-  echo "exit $?"; grep -E '^(compute|iter (0|1|10|'"$((STEPS-1))"'):|done|error)' "$OUT/gpt2_ours.log"
+  echo "== GPT-2 124M, B 16, T 1024, bf16 on the GPU, ours (flash attention)"
+  ours_gpu gpt2_ours "$ROOT/config/train_gpt2.py" shakespeare_gpt2 "$STEPS" \
+    --batch_size=16 --gradient_accumulation_steps=1
+  fi
+  if want naive; then
+  echo "== the same with the naive attention (T x T probabilities, cuBLAS products)"
+  ours_gpu w2_naive "$ROOT/config/train_shakespeare_char.py" shakespeare_char "$STEPS" --attention=naive
+  ours_gpu gpt2_naive "$ROOT/config/train_gpt2.py" shakespeare_gpt2 "$STEPS" \
+    --batch_size=16 --gradient_accumulation_steps=1 --attention=naive
+  fi
+  if want profile; then
+  echo "== where the step goes (--profile=True, 12 steps, the last 10 timed per op)"
+  ours_gpu w2_profile "$ROOT/config/train_shakespeare_char.py" shakespeare_char 12 --profile=True
+  sed -n '/^profile over/,$p' "$OUT/w2_profile.log"
+  ours_gpu gpt2_profile "$ROOT/config/train_gpt2.py" shakespeare_gpt2 12 \
+    --batch_size=16 --gradient_accumulation_steps=1 --profile=True
+  sed -n '/^profile over/,$p' "$OUT/gpt2_profile.log"
   fi
 
   if want nanogpt && [ "$HAVE_TORCH" = 1 ]; then
@@ -141,12 +178,12 @@ run() {
     local ngcommon=(--eval_interval=100000 --eval_iters=2 --log_interval=1 --max_iters="$STEPS"
                     --compile=True --dtype=bfloat16 --always_save_checkpoint=False)
     echo "== W2 on the GPU, nanoGPT (compile, bf16)"
-    (cd "$ng" && PYTHONUNBUFFERED=1 run_with_gpu_memory "$OUT/mem_w2_nanogpt.txt" timeout 240 \
+    (cd "$ng" && PYTHONUNBUFFERED=1 run_with_gpu_memory "$OUT/mem_w2_nanogpt.txt" timeout 120 \
        python3 train.py config/train_shakespeare_char.py --out_dir=/tmp/ng_w2 "${ngcommon[@]}") \
       > "$OUT/w2_nanogpt.log" 2>&1
     echo "exit $?"; grep -E '^iter (0|1|10|'"$((STEPS-1))"'):|Error' "$OUT/w2_nanogpt.log"
     echo "== GPT-2 124M B 16 T 1024 on the GPU, nanoGPT (compile, bf16)"
-    (cd "$ng" && PYTHONUNBUFFERED=1 run_with_gpu_memory "$OUT/mem_gpt2_nanogpt.txt" timeout 300 \
+    (cd "$ng" && PYTHONUNBUFFERED=1 run_with_gpu_memory "$OUT/mem_gpt2_nanogpt.txt" timeout 150 \
        python3 train.py --dataset=shakespeare --batch_size=16 --block_size=1024 \
        --gradient_accumulation_steps=1 --out_dir=/tmp/ng_gpt2 "${ngcommon[@]}") \
       > "$OUT/gpt2_nanogpt.log" 2>&1
@@ -155,6 +192,11 @@ run() {
     echo "== nanoGPT skipped (not in PARTS, or no GPU with PyTorch here)"
   fi
   python3 "$ROOT/scripts/gpu_check_table.py" "$OUT" "$STEPS" | tee "$OUT/gpu_check.md"
+  # The device tool returns at most 8 files: every log in one archive, the table and the tests'
+  # log beside it.
+  (cd "$OUT" && tar -czf gpu_check_logs.tgz --exclude=gpu_check_logs.tgz ./* &&
+     find . -maxdepth 1 -type f ! -name gpu_check_logs.tgz ! -name gpu_check.md \
+       ! -name test_cuda.log ! -name run.log -delete)
 }
 
 case $mode in

@@ -37,12 +37,15 @@ def peak_mib(name):
 lines = ["| workload | program | ms/step | tokens/s | MFU (bf16 peak) | peak GPU memory | loss at last step |",
          "|---|---|---|---|---|---|---|"]
 results = {}
+LABELS = {"ours": "nanogpt.cpp (CUDA), flash attention",
+          "naive": "nanogpt.cpp (CUDA), naive attention",
+          "nanogpt": "nanoGPT + torch.compile"}
 for wl, tag in (("W2", "w2"), ("GPT-2 124M", "gpt2")):
     L, H, Q, T, B, N = SHAPES[wl]
     fpt = 6 * N + 12 * L * H * Q * T
-    for prog in ("ours", "nanogpt"):
+    for prog in ("ours", "naive", "nanogpt"):
         rows = parse(f"{tag}_{prog}.log")
-        label = "nanogpt.cpp (CUDA)" if prog == "ours" else "nanoGPT + torch.compile"
+        label = LABELS[prog]
         if not rows:
             lines.append(f"| {wl} | {label} | (no run: see {tag}_{prog}.log) | | | | |")
             continue
@@ -73,6 +76,11 @@ if cpu and gpu:
 resumed = read("w2_gpu_to_cpu.log")
 m = re.search(r"^resumed from .*$", resumed, re.M)
 lines.append("\nGPU checkpoint resumed on the CPU: " + (m.group(0) if m else "no (see w2_gpu_to_cpu.log)"))
+m = re.search(r"^resumed from .*$", read("w2_cpu_to_gpu.log"), re.M)
+lines.append("CPU checkpoint resumed on the GPU: " + (m.group(0) if m else "no (see w2_cpu_to_gpu.log)"))
+for dev in ("cuda", "cpu"):
+    m = re.search(r"sampled .*", read(f"sample_{dev}.log"))
+    lines.append(f"sampling ({dev}): " + (m.group(0) if m else f"no (see sample_{dev}.log)"))
 tests = read("test_cuda.log")
 summary = [l.strip() for l in tests.splitlines()
            if re.match(r"^\[  (PASSED|FAILED|SKIPPED) *\] \d+ tests?", l)]

@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/cpu_info.h"
 #include "experiments/estimate.h"
+#include "model/gpu_memory_plan.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
 
@@ -19,8 +20,41 @@ std::string estimate_help() {
          "backward scratch) and the time per iteration at the machine's measured peak.\n"
          "--world_size=N: per rank of `mpirun -np N` (with zero_stage=1 the optimizer state is\n"
          "sharded, and in bfloat16/float16 the float32 master weights too). --measure_peak=False\n"
-         "skips the peak probe. Keys: see `nanogpt help train`.\n";
+         "skips the peak probe. --device=cuda: the GPU memory of `train --device=cuda` instead\n"
+         "(dtype auto means bfloat16 there). Keys: see `nanogpt help train`.\n";
 }
+
+namespace {
+
+// `estimate --device=cuda`: the GPU model's memory by part (model/gpu_memory_plan.h).
+int print_gpu_estimate(TrainConfig config) {
+  if (config.dtype == "auto") config.dtype = "bfloat16";  // as train --device=cuda resolves it
+  const TrainConfig resolved = resolve_for_estimate(config);
+  DType dtype = DType::kBF16;
+  parse_dtype(resolved.dtype, dtype);
+  const int B = static_cast<int>(resolved.batch_size), T = resolved.model.block_size;
+  const GpuMemoryPlan p =
+      plan_gpu_memory(resolved.model, dtype, B, T, resolved.attention == "naive");
+  const TrainingEstimate e = estimate_training(resolved, 1);
+  fmt::print(
+      "GPU (--device=cuda), {}, micro-batch {} x {}, {} attention:\n"
+      "  parameters       {:.2f}M ({:.3g} GFLOP per iteration, nanoGPT's formula)\n"
+      "  weights          {} (float32 masters{})\n"
+      "  gradients        {}\n"
+      "  AdamW m, v       {}\n"
+      "  activations      {}\n"
+      "  classifier       {} (float32 logits and their gradient)\n"
+      "  scratch          {}\n"
+      "  total            {} of GPU memory (plus the CUDA context and cuBLASLt's 32 MiB)\n",
+      dtype_name(dtype), B, T, p.flash_attention ? "flash" : "naive (T x T probabilities)",
+      e.params / 1e6, e.flops_per_iter_nanogpt / 1e9, format_bytes(p.params),
+      dtype == DType::kF32 ? "" : " and the bfloat16 copy", format_bytes(p.grads),
+      format_bytes(p.optimizer), format_bytes(p.activations), format_bytes(p.classifier),
+      format_bytes(p.scratch), format_bytes(p.total()));
+  return 0;
+}
+
+}  // namespace
 
 int estimate_command(const Args& args) {
   TrainConfig config;
@@ -43,6 +77,7 @@ int estimate_command(const Args& args) {
     }
   }
   apply_assignments(config, assignments);
+  if (config.device != "cpu") return print_gpu_estimate(config);
   const TrainConfig resolved = resolve_for_estimate(config);
   const TrainingEstimate estimate = estimate_training(resolved, static_cast<int>(world_size));
   MfuPeak peak;

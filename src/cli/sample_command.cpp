@@ -13,6 +13,11 @@
 #include "kernels/context.h"
 #include "model/gpt.h"
 #include "sample/generator.h"
+#if NANOGPT_WITH_CUDA
+#include "gpu/gpu_model.h"
+#include "gpu/gpu_stepper.h"
+#include "kernels/cuda/cuda_context.h"
+#endif
 #include "sample/sample_config.h"
 #include "tokenizer/gpt2_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -61,9 +66,33 @@ int sample_command(const Args& args) {
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
   ModelSource src = load_model_source(config.init_from, config.out_dir);
   auto tokenizer = tokenizer_for(config, src);
-  GPT model(src.config);
-  std::copy(src.params.begin(), src.params.end(), model.params().begin());
-  KernelContext ctx;
+  // The CPU model, or on --device=cuda the GPU model (one sequence, the KV cache on the GPU).
+  std::unique_ptr<GPT> model;
+  std::unique_ptr<KernelContext> ctx;
+#if NANOGPT_WITH_CUDA
+  std::unique_ptr<cuda::CudaContext> gpu_ctx;
+  std::unique_ptr<GpuGpt> gpu_model;
+  std::unique_ptr<GpuStepper> gpu_stepper;
+#endif
+  if (config.device == "cpu") {
+    model = std::make_unique<GPT>(src.config);
+    std::copy(src.params.begin(), src.params.end(), model->params().begin());
+    ctx = std::make_unique<KernelContext>();
+  } else {
+#if NANOGPT_WITH_CUDA
+    DType dtype = DType::kF32;
+    parse_dtype(config.dtype, dtype);
+    gpu_ctx = std::make_unique<cuda::CudaContext>();
+    gpu_model = std::make_unique<GpuGpt>(*gpu_ctx, src.config, dtype, 1, 1);
+    gpu_model->upload_params(src.params.data());
+    gpu_stepper = std::make_unique<GpuStepper>(*gpu_model);
+#else
+    fail("--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
+         "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or sample "
+         "with --device=cpu",
+         config.device);
+#endif
+  }
 
   const std::string start = read_start(config.start);
   std::vector<TokenId> encoded = tokenizer->encode(start);
@@ -80,20 +109,27 @@ int sample_command(const Args& args) {
   Timer timer;
   for (int64_t s = 0; s < config.num_samples; ++s) {
     std::fputs(start.c_str(), stdout);
-    generate(model, ctx, prompt, sampler, rng, opt, [&](int id) {
+    auto print = [&](int id) {
       ++generated;
       TokenId t = static_cast<TokenId>(id);
       if (id == opt.stop_token) return;
       std::fputs(tokenizer->decode(std::span<const TokenId>(&t, 1)).c_str(), stdout);
       std::fflush(stdout);
-    });
+    };
+    if (model) {
+      generate(*model, *ctx, prompt, sampler, rng, opt, print);
+    } else {
+#if NANOGPT_WITH_CUDA
+      generate_cached(*gpu_stepper, prompt, sampler, rng, opt, print);
+#endif
+    }
     std::fputs("\n---------------\n", stdout);
     std::fflush(stdout);
   }
   double secs = timer.seconds();
-  std::fprintf(stderr, "sampled %lld tokens in %.2f s (%.1f tokens/s, kv_cache %s) from %s\n",
+  std::fprintf(stderr, "sampled %lld tokens in %.2f s (%.1f tokens/s, kv_cache %s, %s) from %s\n",
                static_cast<long long>(generated), secs, secs > 0 ? generated / secs : 0.0,
-               config.kv_cache ? "on" : "off", src.origin.c_str());
+               config.kv_cache ? "on" : "off", model ? "cpu" : "cuda", src.origin.c_str());
   return 0;
 }
 

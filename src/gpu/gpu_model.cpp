@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "kernels/gpu_flash_rule.h"
 #include "kernels/cuda/ops_cuda.h"
 
 namespace nanogpt {
@@ -19,49 +20,17 @@ enum Site : int { kSiteEmbedding = 0, kSiteAttnProbs = 1, kSiteAttnOut = 2, kSit
 
 }  // namespace
 
-void require_gpu_architecture(const ModelConfig& config) {
-  const Architecture a = Architecture::of(config);
-  const char* missing = a.rotary          ? "position = 'rotary'"
-                        : a.qk_norm       ? "qk_norm = True"
-                        : a.logit_softcap > 0 ? "logit_softcap > 0"
-                                              : nullptr;
-  CHECK(missing == nullptr,
-        "--device=cuda does not run {} yet (the GPU model has GPT-2's learned positions, "
-        "LayerNorm or RMSNorm, GELU or ReLU², tied or untied head); train this model on the CPU "
-        "with --device=cpu",
-        missing ? missing : "");
-}
-
-GpuMemoryPlan plan_gpu_memory(const ModelConfig& config, DType dtype, int B, int T) {
-  const ParamTable table(config);
-  const int64_t P = table.total_numel();
-  const int64_t N = int64_t{B} * T, C = config.n_embd, L = config.n_layer, NH = config.n_head;
-  const int64_t Vp = config.padded_vocab_size();
-  const int64_t e = static_cast<int64_t>(dtype_size(dtype));
-  GpuMemoryPlan p;
-  p.params = 4 * P + (dtype == DType::kF32 ? 0 : 2 * P);
-  p.grads = 4 * P;
-  p.optimizer = 8 * P;
-  // Per layer: ln1, qkv, atty, ln2 (C + 3C + C + C), fch and its activation (8C) in the act dtype,
-  // att (NH T T per sequence), res2 and res3 in float32, 4 statistics.
-  const int64_t per_layer = N * (14 * C) * e + int64_t{B} * NH * T * T * e + N * 2 * C * 4 + N * 16;
-  p.activations = L * per_layer + N * C * 4 /*encoded*/ + N * C * e /*lnf*/ + N * 12 + N * 8;
-  p.classifier = N * Vp * (4 + e);
-  // proj, dres (float32), the gradient temporaries (C, C, 3C, 4C in the act dtype), attention's
-  // scratch (q, k, v, y and their gradients, a dropped att and its gradient).
-  p.scratch = N * C * 8 + N * 9 * C * e + 8 * N * C * e + 2 * int64_t{B} * NH * T * T * e;
-  return p;
-}
-
-GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T)
+GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T,
+               bool naive_attention)
     : ctx_(ctx),
       config_(config),
       arch_(Architecture::of(config)),
       table_(config),
       dtype_(dtype),
       maxB_(B),
-      maxT_(T) {
-  require_gpu_architecture(config);
+      maxT_(T),
+      flash_(!naive_attention &&
+             gpu_flash_attention_supported(dtype, config.n_embd, config.n_head)) {
   CHECK(dtype == DType::kF32 || dtype == DType::kBF16,
         "--device=cuda trains in float32 or bfloat16, not {} (use --dtype=bfloat16)",
         dtype_name(dtype));
@@ -81,6 +50,13 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
   w_ = bind_weights(table_, config.n_layer, params_.data());
   g_ = bind_weights(table_, config.n_layer, grads_.data());
   if (dtype_ != DType::kF32) lw_ = bind_lowp_weights(table_, config.n_layer, params_h_.data());
+  if (arch_.rotary) {
+    const RotaryTables tables(config.block_size, config.head_size(), arch_.rope_theta);
+    rotary_cos_ = cuda::DeviceBuffer<float>(tables.cos.size(), "the rotary tables");
+    rotary_sin_ = cuda::DeviceBuffer<float>(tables.sin.size(), "the rotary tables");
+    rotary_cos_.upload(tables.cos);
+    rotary_sin_.upload(tables.sin);
+  }
 
   layers_.resize(config.n_layer);
   for (Layer& l : layers_) {
@@ -90,11 +66,17 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
     l.ln2_rstd = cuda::DeviceBuffer<float>(N, "activations");
     alloc_act(l.ln1_h, l.ln1_f, N * C, "activations (ln1)");
     alloc_act(l.qkv_h, l.qkv_f, N * 3 * C, "activations (qkv)");
-    alloc_act(l.att_h, l.att_f, int64_t{B} * NH * T * T, "activations (attention probabilities)");
+    if (flash_) {
+      l.lse = cuda::DeviceBuffer<float>(int64_t{B} * NH * T, "activations (attention statistics)");
+    } else {
+      alloc_act(l.att_h, l.att_f, int64_t{B} * NH * T * T,
+                "activations (attention probabilities)");
+    }
     alloc_act(l.atty_h, l.atty_f, N * C, "activations (attention output)");
     alloc_act(l.ln2_h, l.ln2_f, N * C, "activations (ln2)");
     alloc_act(l.fch_h, l.fch_f, N * 4 * C, "activations (fc)");
     alloc_act(l.fchg_h, l.fchg_f, N * 4 * C, "activations (gelu)");
+    if (arch_.qk_norm) l.qk_rstd = cuda::DeviceBuffer<float>(N * 2 * NH, "activations (QK-norm)");
     l.res2 = cuda::DeviceBuffer<float>(N * C, "activations (residual)");
     l.res3 = cuda::DeviceBuffer<float>(N * C, "activations (residual)");
   }
@@ -114,8 +96,10 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
   alloc_act(d3C_h_, d3C_f_, N * 3 * C, "backward scratch");
   alloc_act(d4C_h_, d4C_f_, N * 4 * C, "backward scratch");
   // Attention's scratch, taken now so that the first step does not grow it mid-run.
-  ctx_.scratch(cuda::attention_scratch_bytes(B, T, static_cast<int>(C), static_cast<int>(NH),
-                                             dtype_));
+  if (!flash_) {
+    ctx_.scratch(cuda::attention_scratch_bytes(B, T, static_cast<int>(C), static_cast<int>(NH),
+                                               dtype_));
+  }
 }
 
 void GpuGpt::alloc_act(cuda::DeviceBuffer<uint16_t>& h, cuda::DeviceBuffer<float>& f, int64_t n,
@@ -138,6 +122,23 @@ ConstTypedPtr GpuGpt::wmat(const float* w32, const uint16_t* w16) const {
 ConstTypedPtr GpuGpt::wbias(const float* b32, const uint16_t* b16, bool out_f32) const {
   if (b32 == nullptr) return {};
   return (dtype_ == DType::kF32 || out_f32) ? ConstTypedPtr(b32) : ConstTypedPtr(b16, dtype_);
+}
+
+void GpuGpt::qk_forward(TypedPtr qkv, float* rstd, int64_t N, int T, int pos0) {
+  const int C = config_.n_embd, NH = config_.n_head;
+  if (arch_.qk_norm) cuda::qk_rmsnorm_forward(qkv, rstd, N, C, NH);
+  if (arch_.rotary) {
+    cuda::rotary_forward(qkv, rotary_cos_.data(), rotary_sin_.data(), N, T, pos0, C, NH);
+  }
+}
+
+void GpuGpt::qk_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int T) {
+  const int C = config_.n_embd, NH = config_.n_head;
+  // qkv holds the rotated output: QK-norm's backward runs in that frame first (ops_arch.h).
+  if (arch_.qk_norm) cuda::qk_rmsnorm_backward(dqkv, qkv, rstd, N, C, NH);
+  if (arch_.rotary) {
+    cuda::rotary_backward(dqkv, rotary_cos_.data(), rotary_sin_.data(), N, T, 0, C, NH);
+  }
 }
 
 uint64_t GpuGpt::site_seed(int layer, int site) const {
@@ -193,10 +194,15 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
   const bool drop = p > 0;
   cuda::copy_to_device(inputs_d_.data(), inputs, N * sizeof(int));
 
-  cuda::encoder_forward(encoded_.data(), inputs_d_.data(), w_.wte, w_.wpe, B, T, C);
-  if (drop) {
-    cuda::dropout_forward(encoded_.data(), ConstTypedPtr(encoded_.data()), N * C, p,
-                          site_seed(-1, kSiteEmbedding));
+  const double e = static_cast<double>(dtype_size(dtype_));  // bytes of an activation
+  const double NC = static_cast<double>(N) * C;
+  {
+    auto t = timed(OpClass::kElementwise, 0, NC * 12);
+    cuda::encoder_forward(encoded_.data(), inputs_d_.data(), w_.wte, w_.wpe, B, T, C);
+    if (drop) {
+      cuda::dropout_forward(encoded_.data(), ConstTypedPtr(encoded_.data()), N * C, p,
+                            site_seed(-1, kSiteEmbedding));
+    }
   }
   const float* x = encoded_.data();
   for (int l = 0; l < L; ++l) {
@@ -210,26 +216,45 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     const TypedPtr att = act(a.att_h, a.att_f), atty = act(a.atty_h, a.atty_f);
     const TypedPtr ln2 = act(a.ln2_h, a.ln2_f), fch = act(a.fch_h, a.fch_f);
     const TypedPtr fchg = act(a.fchg_h, a.fchg_f);
-    cuda::layernorm_forward(ln1, a.ln1_mean.data(), a.ln1_rstd.data(), x, w.ln1w, w.ln1b, N, C,
-                            norm);
-    cuda::matmul_forward(ctx_, qkv, ln1, wmat(w.qkvw, w16(&LowpBlockWeights::qkvw)),
-                         wbias(w.qkvb, w16(&LowpBlockWeights::qkvb), false), N, C, 3 * C);
-    cuda::attention_forward(ctx_, atty, att, qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+    {
+      auto t = timed(OpClass::kNorm, 8 * NC, NC * (4 + e));
+      cuda::layernorm_forward(ln1, a.ln1_mean.data(), a.ln1_rstd.data(), x, w.ln1w, w.ln1b, N, C,
+                              norm);
+    }
+    {
+      auto t = timed(OpClass::kMatmul, 2 * NC * 3 * C, e * (NC * 4 + 3.0 * C * C));
+      cuda::matmul_forward(ctx_, qkv, ln1, wmat(w.qkvw, w16(&LowpBlockWeights::qkvw)),
+                           wbias(w.qkvb, w16(&LowpBlockWeights::qkvb), false), N, C, 3 * C);
+    }
+    auto scope = timed(OpClass::kAttention, 2.0 * B * T * double(T) * C, e * NC * 4);
+    qk_forward(qkv, a.qk_rstd.data(), N, T);
+    if (flash_) {
+      cuda::flash_attention_forward(ctx_, atty, a.lse.data(), qkv, B, T, C, NH, p,
+                                    site_seed(l, kSiteAttnProbs));
+    } else {
+      cuda::attention_forward(ctx_, atty, att, qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+    }
+    scope.next(OpClass::kMatmul, 2 * NC * C, e * (NC + 1.0 * C * C) + 4 * NC);
     cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), atty,
                          wmat(w.attprojw, w16(&LowpBlockWeights::attprojw)),
                          wbias(w.attprojb, w16(&LowpBlockWeights::attprojb), true), N, C, C);
+    scope.next(OpClass::kNorm, 9 * NC, NC * (12 + e) + (drop ? 8 * NC : 0));
     if (drop) {
       cuda::dropout_forward(proj_.data(), ConstTypedPtr(proj_.data()), N * C, p,
                             site_seed(l, kSiteAttnOut));
     }
     cuda::residual_layernorm_forward(a.res2.data(), ln2, a.ln2_mean.data(), a.ln2_rstd.data(), x,
                                      proj_.data(), w.ln2w, w.ln2b, N, C, norm);
+    scope.next(OpClass::kMatmul, 2 * NC * 4 * C, e * (NC * 5 + 4.0 * C * C));
     cuda::matmul_forward(ctx_, fch, ln2, wmat(w.fcw, w16(&LowpBlockWeights::fcw)),
                          wbias(w.fcb, w16(&LowpBlockWeights::fcb), false), N, C, 4 * C);
+    scope.next(OpClass::kElementwise, 0, e * NC * 8);
     cuda::gelu_forward(fchg, fch, N * 4 * C, arch_.activation);
+    scope.next(OpClass::kMatmul, 2 * NC * 4 * C, e * (NC * 4 + 4.0 * C * C) + 4 * NC);
     cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), fchg,
                          wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw)),
                          wbias(w.fcprojb, w16(&LowpBlockWeights::fcprojb), true), N, 4 * C, C);
+    scope.next(OpClass::kElementwise, 0, NC * 12 + (drop ? 8 * NC : 0));
     if (drop) {
       cuda::dropout_forward(proj_.data(), ConstTypedPtr(proj_.data()), N * C, p,
                             site_seed(l, kSiteMlpOut));
@@ -238,12 +263,17 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     x = a.res3.data();
   }
   const TypedPtr lnf = act(lnf_h_, lnf_f_);
+  const double NVp = static_cast<double>(N) * Vp;
+  auto scope = timed(OpClass::kNorm, 8 * NC, NC * (4 + e));
   cuda::layernorm_forward(lnf, lnf_mean_.data(), lnf_rstd_.data(), x, w_.lnfw, w_.lnfb, N, C, norm);
   const ConstTypedPtr head = wmat(w_.head, lw_.head);
+  scope.next(OpClass::kClassifier, 2 * NVp * C, e * (NC + double(Vp) * C) + 4 * NVp);
   cuda::matmul_forward(ctx_, TypedPtr(logits_.data()), lnf, head, {}, N, C, Vp);
   logits_valid_ = targets == nullptr;
   backward_ready_ = false;
+  const float cap = arch_.logit_softcap;
   if (targets == nullptr) {
+    if (cap > 0) cuda::softcap_forward(logits_.data(), N * Vp, cap);
     ctx_.synchronize("the GPU forward");
     return 0.0f;
   }
@@ -255,9 +285,15 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
   }
   cuda::copy_to_device(targets_d_.data(), targets, N * sizeof(int));
   const float dloss = valid > 0 ? grad_scale / static_cast<float>(valid) : 0.0f;
-  cuda::crossentropy_forward_backward(losses_.data(),
-                                      training_ ? act(dlogits_h_, dlogits_f_) : TypedPtr(),
-                                      logits_.data(), targets_d_.data(), dloss, N, V, Vp);
+  scope.next(OpClass::kClassifier, 0, NVp * (4 + (training_ ? e : 0)));
+  const TypedPtr dlogits = training_ ? act(dlogits_h_, dlogits_f_) : TypedPtr();
+  if (cap > 0) {
+    cuda::crossentropy_softcap_forward_backward(losses_.data(), dlogits, logits_.data(),
+                                                targets_d_.data(), dloss, N, V, Vp, cap);
+  } else {
+    cuda::crossentropy_forward_backward(losses_.data(), dlogits, logits_.data(),
+                                        targets_d_.data(), dloss, N, V, Vp);
+  }
   std::vector<float> losses(N);
   cuda::copy_to_host(losses.data(), losses_.data(), N * sizeof(float));
   double sum = 0;
@@ -279,10 +315,14 @@ void GpuGpt::backward() {
   const TypedPtr d3C = act(d3C_h_, d3C_f_), d4C = act(d4C_h_, d4C_f_);
   float* dres = dres_.data();
 
+  const double e = static_cast<double>(dtype_size(dtype_));
+  const double NC = static_cast<double>(N) * C, NVp = static_cast<double>(N) * Vp;
   // Classifier: dlnf = dlogits @ head; dhead += dlogits^T @ lnf.
   const TypedPtr lnf = act(lnf_h_, lnf_f_);
+  auto scope = timed(OpClass::kClassifier, 4 * NVp * C, e * (2 * NVp + 2 * NC) + 8.0 * Vp * C);
   cuda::matmul_backward(ctx_, dC, g_.head, nullptr, act(dlogits_h_, dlogits_f_), lnf,
                         wmat(w_.head, lw_.head), N, C, Vp);
+  scope.next(OpClass::kNorm, 14 * NC, NC * (12 + e));
   dres_.zero();
   const float* x_last = L > 0 ? layers_[L - 1].res3.data() : encoded_.data();
   cuda::layernorm_backward(ctx_, dres, g_.lnfw, g_.lnfb, dC, x_last, w_.lnfw, lnf_mean_.data(),
@@ -309,26 +349,43 @@ void GpuGpt::backward() {
     const TypedPtr ln2 = act(a.ln2_h, a.ln2_f), fch = act(a.fch_h, a.fch_f);
     const TypedPtr fchg = act(a.fchg_h, a.fchg_f);
     // MLP: res3 = res2 + drop(fcproj(act(fc(ln2(res2))))).
+    scope.next(OpClass::kElementwise, 0, NC * (4 + e));
     branch_grad(dC, site_seed(l, kSiteMlpOut));
+    scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 9 + 8.0 * C * C) + 32.0 * C * C);
     cuda::matmul_backward(ctx_, d4C, g.fcprojw, g.fcprojb, dC, fchg,
                           wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw)), N, 4 * C, C);
+    scope.next(OpClass::kElementwise, 0, e * NC * 12);
     cuda::gelu_backward(d4C, fch, d4C, N * 4 * C, arch_.activation);
+    scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 9 + 8.0 * C * C) + 32.0 * C * C);
     cuda::matmul_backward(ctx_, dC2, g.fcw, g.fcb, d4C, ln2,
                           wmat(w.fcw, w16(&LowpBlockWeights::fcw)), N, C, 4 * C);
+    scope.next(OpClass::kNorm, 14 * NC, NC * (12 + e));
     cuda::layernorm_backward(ctx_, dres, g.ln2w, g.ln2b, dC2, a.res2.data(), w.ln2w,
                              a.ln2_mean.data(), a.ln2_rstd.data(), N, C, norm);
     // Attention: res2 = x + drop(attproj(attention(qkv(ln1(x))))).
+    scope.next(OpClass::kElementwise, 0, NC * (4 + e));
     branch_grad(dC, site_seed(l, kSiteAttnOut));
+    scope.next(OpClass::kMatmul, 4 * NC * C, e * (NC * 3 + 2.0 * C * C) + 8.0 * C * C);
     cuda::matmul_backward(ctx_, dC2, g.attprojw, g.attprojb, dC, atty,
                           wmat(w.attprojw, w16(&LowpBlockWeights::attprojw)), N, C, C);
-    cuda::attention_backward(ctx_, d3C, dC2, att, qkv, B, T, C, NH, p,
-                             site_seed(l, kSiteAttnProbs));
+    scope.next(OpClass::kAttention, 4.0 * B * T * double(T) * C, e * NC * 8);
+    if (flash_) {
+      cuda::flash_attention_backward(ctx_, d3C, dC2, atty, a.lse.data(), qkv, B, T, C, NH, p,
+                                     site_seed(l, kSiteAttnProbs));
+    } else {
+      cuda::attention_backward(ctx_, d3C, dC2, att, qkv, B, T, C, NH, p,
+                               site_seed(l, kSiteAttnProbs));
+    }
+    qk_backward(d3C, qkv, a.qk_rstd.data(), N, T);
+    scope.next(OpClass::kMatmul, 4 * NC * 3 * C, e * (NC * 8 + 6.0 * C * C) + 24.0 * C * C);
     cuda::matmul_backward(ctx_, dC, g.qkvw, g.qkvb, d3C, ln1,
                           wmat(w.qkvw, w16(&LowpBlockWeights::qkvw)), N, C, 3 * C);
+    scope.next(OpClass::kNorm, 14 * NC, NC * (12 + e));
     cuda::layernorm_backward(ctx_, dres, g.ln1w, g.ln1b, dC, x, w.ln1w, a.ln1_mean.data(),
                              a.ln1_rstd.data(), N, C, norm);
   }
   // Embeddings (the tied head's dwte was accumulated above, into the same gradient).
+  scope.next(OpClass::kElementwise, 0, NC * 12);
   if (drop) {
     cuda::dropout_backward(proj_.data(), ConstTypedPtr(dres), N * C, p,
                            site_seed(-1, kSiteEmbedding));
@@ -338,11 +395,14 @@ void GpuGpt::backward() {
 }
 
 double GpuGpt::grad_norm() {
+  auto t = timed(OpClass::kOptimizer, 2.0 * grads_.size(), 4.0 * grads_.size());
   return std::sqrt(cuda::sum_squares(ctx_, grads_.data(), static_cast<int64_t>(grads_.size())));
 }
 
 void GpuGpt::adamw_step(double lr, double beta1, double beta2, double eps, double weight_decay,
                         float grad_scale, int64_t step) {
+  const double P = static_cast<double>(table_.total_numel());
+  auto t = timed(OpClass::kOptimizer, 12 * P, P * (28 + (dtype_ == DType::kF32 ? 0 : 2)));
   for (const ParamSpec& s : table_.specs()) {
     cuda::AdamWArgs a;
     a.lr = static_cast<float>(lr);
@@ -357,6 +417,78 @@ void GpuGpt::adamw_step(double lr, double beta1, double beta2, double eps, doubl
     cuda::adamw_update(params_.data() + s.offset, lowp, m_.data() + s.offset,
                        v_.data() + s.offset, grads_.data() + s.offset, s.numel, a);
   }
+}
+
+void GpuGpt::forward_one(int token, int pos, float* logits_out) {
+  const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
+  const int V = config_.vocab_size, Vp = config_.padded_vocab_size(), maxT = config_.block_size;
+  CHECK(token >= 0 && token < V, "token id {} is outside the vocab [0, {})", token, V);
+  CHECK(pos == cache_len_ && pos < maxT,
+        "GPU forward_one at position {}: the cache holds {} tokens of at most {}", pos,
+        cache_len_, maxT);
+  const NormKind norm = arch_.norm;
+  const size_t e = dtype_size(dtype_);
+  if (kcache_h_.empty() && kcache_f_.empty()) {
+    for (int l = 0; l < L; ++l) {
+      if (dtype_ == DType::kF32) {
+        kcache_f_.emplace_back(int64_t{maxT} * C, "the KV cache");
+        vcache_f_.emplace_back(int64_t{maxT} * C, "the KV cache");
+      } else {
+        kcache_h_.emplace_back(int64_t{maxT} * C, "the KV cache");
+        vcache_h_.emplace_back(int64_t{maxT} * C, "the KV cache");
+      }
+    }
+  }
+  cuda::copy_to_device(inputs_d_.data(), &token, sizeof(int));
+  // One row: wpe's row `pos` is the position embedding of a one-token batch at t = 0.
+  const float* wpe = w_.wpe ? w_.wpe + static_cast<int64_t>(pos) * C : nullptr;
+  cuda::encoder_forward(encoded_.data(), inputs_d_.data(), w_.wte, wpe, 1, 1, C);
+  Layer& tmp = layers_[0];  // the training buffers, as one-row scratch
+  const TypedPtr ln1 = act(tmp.ln1_h, tmp.ln1_f), qkv = act(tmp.qkv_h, tmp.qkv_f);
+  const TypedPtr atty = act(tmp.atty_h, tmp.atty_f), ln2 = act(tmp.ln2_h, tmp.ln2_f);
+  const TypedPtr fch = act(tmp.fch_h, tmp.fch_f), fchg = act(tmp.fchg_h, tmp.fchg_f);
+  const float* x = encoded_.data();
+  for (int l = 0; l < L; ++l) {
+    const BlockWeights& w = w_.h[l];
+    const LowpBlockWeights* lw = dtype_ == DType::kF32 ? nullptr : &lw_.h[l];
+    auto w16 = [&](uint16_t* LowpBlockWeights::*field) -> const uint16_t* {
+      return lw ? lw->*field : nullptr;
+    };
+    const TypedPtr kc = dtype_ == DType::kF32 ? TypedPtr(kcache_f_[l].data())
+                                              : TypedPtr(kcache_h_[l].data(), dtype_);
+    const TypedPtr vc = dtype_ == DType::kF32 ? TypedPtr(vcache_f_[l].data())
+                                              : TypedPtr(vcache_h_[l].data(), dtype_);
+    cuda::layernorm_forward(ln1, tmp.ln1_mean.data(), tmp.ln1_rstd.data(), x, w.ln1w, w.ln1b, 1,
+                            C, norm);
+    cuda::matmul_forward(ctx_, qkv, ln1, wmat(w.qkvw, w16(&LowpBlockWeights::qkvw)),
+                         wbias(w.qkvb, w16(&LowpBlockWeights::qkvb), false), 1, C, 3 * C);
+    qk_forward(qkv, tmp.qk_rstd.data(), 1, 1, pos);
+    cuda::copy_device(kc.at(int64_t{pos} * C).data, qkv.at(C).data, C * e);
+    cuda::copy_device(vc.at(int64_t{pos} * C).data, qkv.at(2 * C).data, C * e);
+    cuda::attention_decode(ctx_, atty, qkv, kc, vc, pos + 1, C, NH);
+    cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), atty,
+                         wmat(w.attprojw, w16(&LowpBlockWeights::attprojw)),
+                         wbias(w.attprojb, w16(&LowpBlockWeights::attprojb), true), 1, C, C);
+    cuda::residual_layernorm_forward(tmp.res2.data(), ln2, tmp.ln2_mean.data(),
+                                     tmp.ln2_rstd.data(), x, proj_.data(), w.ln2w, w.ln2b, 1, C,
+                                     norm);
+    cuda::matmul_forward(ctx_, fch, ln2, wmat(w.fcw, w16(&LowpBlockWeights::fcw)),
+                         wbias(w.fcb, w16(&LowpBlockWeights::fcb), false), 1, C, 4 * C);
+    cuda::gelu_forward(fchg, fch, 4 * C, arch_.activation);
+    cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), fchg,
+                         wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw)),
+                         wbias(w.fcprojb, w16(&LowpBlockWeights::fcprojb), true), 1, 4 * C, C);
+    cuda::residual_forward(tmp.res3.data(), tmp.res2.data(), proj_.data(), C);
+    x = tmp.res3.data();
+  }
+  const TypedPtr lnf = act(lnf_h_, lnf_f_);
+  cuda::layernorm_forward(lnf, lnf_mean_.data(), lnf_rstd_.data(), x, w_.lnfw, w_.lnfb, 1, C, norm);
+  cuda::matmul_forward(ctx_, TypedPtr(logits_.data()), lnf, wmat(w_.head, lw_.head), {}, 1, C, Vp);
+  if (arch_.logit_softcap > 0) cuda::softcap_forward(logits_.data(), Vp, arch_.logit_softcap);
+  cuda::copy_to_host(logits_out, logits_.data(), static_cast<size_t>(Vp) * sizeof(float));
+  ++cache_len_;
+  logits_valid_ = false;
+  backward_ready_ = false;
 }
 
 std::vector<float> GpuGpt::download_logits() const {

@@ -12,35 +12,25 @@
 
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/gpu_op_timer.h"
 #include "kernels/dtype.h"
 #include "model/architecture.h"
+#include "model/gpu_memory_plan.h"
 #include "model/model_config.h"
 #include "model/params.h"
 #include "model/weights.h"
 
 namespace nanogpt {
 
-// The architecture options the GPU model runs; throws nanogpt::Error naming the first one it does
-// not (rotary positions, QK-norm, the logit soft-cap) and how to train such a model on the CPU.
-void require_gpu_architecture(const ModelConfig& config);
-
-// Device bytes GpuGpt holds for a config, dtype and batch shape (what `estimate --device=cuda`
-// reports and what the trainer checks against the free memory before it allocates).
-struct GpuMemoryPlan {
-  int64_t params = 0;       // float32 masters + the 16-bit copy
-  int64_t grads = 0;        // float32
-  int64_t optimizer = 0;    // AdamW's m and v
-  int64_t activations = 0;  // what forward keeps for backward, per micro-batch
-  int64_t classifier = 0;   // logits (float32) and their gradient
-  int64_t scratch = 0;      // backward's temporaries and the attention scratch
-  int64_t total() const { return params + grads + optimizer + activations + classifier + scratch; }
-};
-GpuMemoryPlan plan_gpu_memory(const ModelConfig& config, DType dtype, int B, int T);
-
 class GpuGpt {
  public:
   // Allocates everything for micro-batches of up to B sequences of T tokens (T <= block_size).
-  GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T);
+  // naive_attention: the cuBLAS attention even where flash attention runs (attention = 'naive').
+  GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T,
+         bool naive_attention = false);
+
+  // Whether the attention runs flash (no T x T matrix) or naive; for the log.
+  bool flash_attention() const { return flash_; }
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
@@ -70,12 +60,24 @@ class GpuGpt {
   void adamw_step(double lr, double beta1, double beta2, double eps, double weight_decay,
                   float grad_scale, int64_t step);
 
+  // Sampling with a KV cache (model/gpt.h's forward_one): runs `token` at position pos (==
+  // cache_length(), < block_size), appends its K and V to the model's cache and writes the next
+  // token's logits (Vp floats; the first V meaningful) to the host. No dropout.
+  void forward_one(int token, int pos, float* logits_out);
+  void clear_cache() { cache_len_ = 0; }
+  int cache_length() const { return cache_len_; }
+
+  // Times every op of forward, backward and the AdamW step into `timer` (null: none, the default).
+  void set_timer(cuda::GpuOpTimer* timer) { timer_ = timer; }
+
   // Logits (B, T, Vp) of the last forward without targets, downloaded (first V columns valid).
   std::vector<float> download_logits() const;
 
  private:
   struct Layer {  // what a block's forward keeps for backward, (N = B*T) rows
     cuda::DeviceBuffer<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;  // (N)
+    cuda::DeviceBuffer<float> lse;  // (B, NH, T) flash attention's statistics
+    cuda::DeviceBuffer<float> qk_rstd;  // (N, 2 NH) QK-norm's statistics (qk_norm only)
     cuda::DeviceBuffer<uint16_t> ln1_h, qkv_h, att_h, atty_h, ln2_h, fch_h, fchg_h;  // bf16 bits
     cuda::DeviceBuffer<float> ln1_f, qkv_f, att_f, atty_f, ln2_f, fch_f, fchg_f;     // float32
     cuda::DeviceBuffer<float> res2, res3;  // (N, C) residual stream after attention, after MLP
@@ -89,6 +91,14 @@ class GpuGpt {
   // A float32 bias for a float32 output, or its 16-bit copy for a 16-bit output.
   ConstTypedPtr wbias(const float* b32, const uint16_t* b16, bool out_f32) const;
   uint64_t site_seed(int layer, int site) const;
+  // QK-norm and rotary embeddings (as the architecture has them) in place on qkv (N, 3C), and
+  // their backward on dqkv (qkv: the forward's output), as model/gpt.cpp orders them.
+  void qk_forward(TypedPtr qkv, float* rstd, int64_t N, int T, int pos0 = 0);
+  void qk_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int T);
+  // A timed scope of op class c (FLOPs, bytes moved) when a timer is set.
+  cuda::GpuOpScope timed(OpClass c, double flops, double bytes) const {
+    return cuda::GpuOpScope(timer_, c, flops, bytes);
+  }
 
   cuda::CudaContext& ctx_;
   ModelConfig config_;
@@ -96,12 +106,15 @@ class GpuGpt {
   ParamTable table_;
   DType dtype_;
   int maxB_, maxT_;
+  bool flash_ = false;
+  cuda::GpuOpTimer* timer_ = nullptr;
   cuda::DeviceBuffer<float> params_, grads_, m_, v_;
   cuda::DeviceBuffer<uint16_t> params_h_;  // bfloat16 copy (empty in float32)
   ModelWeights w_, g_;
   LowpModelWeights lw_;
   std::vector<Layer> layers_;
   cuda::DeviceBuffer<int> inputs_d_, targets_d_;                // (B, T)
+  cuda::DeviceBuffer<float> rotary_cos_, rotary_sin_;           // (block_size, HS/2) rotary only
   cuda::DeviceBuffer<float> encoded_;                           // (N, C)
   cuda::DeviceBuffer<float> lnf_mean_, lnf_rstd_, losses_;      // (N)
   cuda::DeviceBuffer<uint16_t> lnf_h_;                          // (N, C)
@@ -112,6 +125,10 @@ class GpuGpt {
   cuda::DeviceBuffer<float> proj_, dres_;                       // (N, C) float32
   cuda::DeviceBuffer<uint16_t> dC_h_, dC2_h_, d3C_h_, d4C_h_;   // gradients in the act dtype
   cuda::DeviceBuffer<float> dC_f_, dC2_f_, d3C_f_, d4C_f_;
+  // forward_one's KV cache: per layer (block_size, C) keys and values in the run's dtype.
+  std::vector<cuda::DeviceBuffer<uint16_t>> kcache_h_, vcache_h_;
+  std::vector<cuda::DeviceBuffer<float>> kcache_f_, vcache_f_;
+  int cache_len_ = 0;
   // The last forward.
   int B_ = 0, T_ = 0;
   bool training_ = false, backward_ready_ = false, logits_valid_ = false;

@@ -26,6 +26,8 @@
 #include "io/checkpoint.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/gpu_op_timer.h"
+#include "kernels/op_profile.h"
 #include "model/init.h"
 #include "optim/lr_schedule.h"
 #include "train/metrics.h"
@@ -47,9 +49,7 @@ void check_gpu_training_config(const TrainConfig& c) {
   }
   if (c.dtype == "float16") refuse("dtype = 'float16'", "use --dtype=bfloat16 (or float32)");
   if (c.zero_stage != 0) refuse("zero_stage = 1", "use --zero_stage=0 on one GPU");
-  if (c.attention == "naive") refuse("attention = 'naive'", "leave attention at its default");
   if (c.target_loss > 0) refuse("target_loss (time to target)", "use --device=cpu for it");
-  require_gpu_architecture(c.model);
 }
 
 namespace {
@@ -105,6 +105,7 @@ class GpuTrainingRun {
                                   : fmt::format("{:.4f}", result_.best_val_loss),
         result_.checkpoint_dir.empty() ? std::string("none") : result_.checkpoint_dir,
         format_bytes(static_cast<int64_t>(peak_device_bytes_))));
+    if (config_.profile) say(profile_table());
     return result_;
   }
 
@@ -117,8 +118,8 @@ class GpuTrainingRun {
   }
 
   void setup() {
-    config_.resolve_auto_dtype();
-    if (config_.dtype == "auto") config_.dtype = "bfloat16";
+    const std::string auto_note = config_.resolve_auto_dtype();  // bfloat16 on a GPU
+    if (!auto_note.empty()) say(auto_note);
     config_.validate();
     CHECK(options_.comm == nullptr || options_.comm->size() == 1,
           "--device=cuda trains on one GPU in one process; data parallelism over several GPUs is "
@@ -150,15 +151,16 @@ class GpuTrainingRun {
       config_.model.vocab_size = data_vocab > 0 ? data_vocab : 50257;
     }
     config_.model.validate();
-    require_gpu_architecture(config_.model);
     CHECK(data_vocab <= config_.model.vocab_size,
           "dataset '{}' has vocab_size {} but the model's vocab_size is {}", data_dir_, data_vocab,
           config_.model.vocab_size);
 
     const int B = static_cast<int>(config_.batch_size), T = config_.model.block_size;
     ctx_ = std::make_unique<cuda::CudaContext>(/*allow_tf32=*/true);
-    const GpuMemoryPlan plan = plan_gpu_memory(config_.model, dtype_, B, T);
-    model_ = std::make_unique<GpuGpt>(*ctx_, config_.model, dtype_, B, T);
+    const bool naive = config_.attention == "naive";
+    const GpuMemoryPlan plan = plan_gpu_memory(config_.model, dtype_, B, T, naive);
+    model_ = std::make_unique<GpuGpt>(*ctx_, config_.model, dtype_, B, T, naive);
+    if (config_.profile) timer_ = std::make_unique<cuda::GpuOpTimer>();
     const ParamTable& table = model_->table();
     host_params_ = Buffer<float>(table.total_numel());
     if (from == "scratch") {
@@ -207,9 +209,10 @@ class GpuTrainingRun {
                     data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
                     train_loader_->mode_description(), config_.sampling, tokens_per_iter_,
                     config_.batch_size, T, config_.gradient_accumulation_steps));
-    say(fmt::format("compute: {} in {}; {}; GPU memory planned {} (params {}, grads {}, AdamW {}, "
+    say(fmt::format("compute: {} in {}, {} attention; {}; GPU memory planned {} (params {}, grads {}, AdamW {}, "
                     "activations {}, classifier {}, scratch {})",
-                    cuda::device_description(), config_.dtype, peak_.description,
+                    cuda::device_description(), config_.dtype,
+                    model_->flash_attention() ? "flash" : "naive (cuBLAS)", peak_.description,
                     format_bytes(plan.total()), format_bytes(plan.params),
                     format_bytes(plan.grads), format_bytes(plan.optimizer),
                     format_bytes(plan.activations), format_bytes(plan.classifier),
@@ -311,6 +314,32 @@ class GpuTrainingRun {
 
   double elapsed_seconds() const { return elapsed_base_ + wall_.seconds(); }
 
+  // --profile=True: the GPU time of each op class per step (CUDA events around every op), with
+  // its rate; "other" is step time no op accounts for (host work, launch gaps, synchronization).
+  std::string profile_table() const {
+    if (profile_.steps() == 0) return "profile: no steps timed";
+    const double steps = static_cast<double>(profile_.steps());
+    const double step_ms = profile_.step_seconds() / steps * 1e3;
+    std::string out = fmt::format(
+        "profile over {} steps (GPU time per op class, CUDA events; {:.1f} ms per step):\n"
+        "  {:<12} {:>9} {:>7} {:>10} {:>9}\n",
+        profile_.steps(), step_ms, "class", "ms/step", "share", "TFLOP/s", "GB/s");
+    double accounted = 0;
+    for (int c = 0; c < static_cast<int>(OpClass::kCount); ++c) {
+      const OpStats& s = profile_.stats(static_cast<OpClass>(c));
+      if (s.calls == 0) continue;
+      const double ms = s.seconds / steps * 1e3;
+      accounted += ms;
+      out += fmt::format("  {:<12} {:>9.2f} {:>6.1f}% {:>10.1f} {:>9.0f}\n",
+                         op_class_name(static_cast<OpClass>(c)), ms, 100 * ms / step_ms,
+                         s.seconds > 0 ? s.flops / s.seconds / 1e12 : 0.0,
+                         s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0.0);
+    }
+    out += fmt::format("  {:<12} {:>9.2f} {:>6.1f}%", "other", step_ms - accounted,
+                       100 * (step_ms - accounted) / step_ms);
+    return out;
+  }
+
   void note_device_memory() {
     peak_device_bytes_ = std::max(peak_device_bytes_, cuda::device_memory_used());
   }
@@ -345,6 +374,9 @@ class GpuTrainingRun {
         break;
       }
       Timer step_timer;
+      // Training steps only (not evaluations), after two steps of warm-up (cuBLASLt's heuristics).
+      const bool timed_step = timer_ && result_.steps_run >= 2;
+      model_->set_timer(timed_step ? timer_.get() : nullptr);
       const double lr = learning_rate_at(config_.optim, iter_num_);
       double loss_sum = 0;
       for (int64_t micro = 0; micro < accum; ++micro) {
@@ -371,6 +403,11 @@ class GpuTrainingRun {
       model_->zero_grad();
       ctx_->synchronize("the training step");
       const double ms = step_timer.ms();
+      model_->set_timer(nullptr);
+      if (timed_step) {
+        timer_->flush(profile_);
+        profile_.add_step(ms / 1e3);
+      }
       step_ms_.push_back(ms);
       result_.last_train_loss = loss;
       ++result_.steps_run;
@@ -415,6 +452,8 @@ class GpuTrainingRun {
   MetricsLog metrics_;
   StopRequest stop_;
   GpuPeak peak_;
+  std::unique_ptr<cuda::GpuOpTimer> timer_;  // --profile=True
+  OpProfile profile_;
   double fpt_ = 0;
   int64_t tokens_per_iter_ = 0;
   int64_t iter_num_ = 0, adam_steps_ = 0, saved_at_ = -1;

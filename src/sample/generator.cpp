@@ -10,37 +10,23 @@ namespace nanogpt {
 
 namespace {
 
-std::vector<int> generate_cached(GPT& model, KernelContext& ctx, std::vector<int> ids,
-                                 TokenSampler& sampler, Rng& rng, const GenerateOptions& opt,
-                                 const std::function<void(int)>& on_token) {
-  const ModelConfig& cfg = model.config();
-  const int maxT = cfg.block_size;
-  const int V = cfg.vocab_size;
-  KvCache cache(cfg, maxT);
-  std::vector<float> logits(cfg.padded_vocab_size());
-  // Feeds ids[from..] into the cache (positions 0..), leaving the logits of the last one.
-  auto prefill = [&](size_t from) {
-    cache.clear();
-    for (size_t i = from; i < ids.size(); ++i) {
-      model.forward_one(ctx, cache, ids[i], static_cast<int>(i - from), logits.data());
-    }
-  };
-  size_t window_start = ids.size() > static_cast<size_t>(maxT) ? ids.size() - maxT : 0;
-  prefill(window_start);
-  for (int n = 0; n < opt.max_new_tokens; ++n) {
-    int next = sampler.sample(logits.data(), V, rng);
-    ids.push_back(next);
-    if (on_token) on_token(next);
-    if (next == opt.stop_token || n + 1 == opt.max_new_tokens) break;
-    if (cache.length() == maxT) {  // context full: keep the last half block and go on
-      window_start = ids.size() - std::max(1, maxT / 2);
-      prefill(window_start);
-    } else {
-      model.forward_one(ctx, cache, next, cache.length(), logits.data());
-    }
+// The CPU model as a stepper: GPT::forward_one into a KvCache.
+class CpuStepper : public TokenStepper {
+ public:
+  CpuStepper(GPT& model, KernelContext& ctx)
+      : model_(model), ctx_(ctx), cache_(model.config(), model.config().block_size) {}
+  const ModelConfig& config() const override { return model_.config(); }
+  void clear() override { cache_.clear(); }
+  int length() const override { return cache_.length(); }
+  void step(int token, int pos, float* logits_out) override {
+    model_.forward_one(ctx_, cache_, token, pos, logits_out);
   }
-  return ids;
-}
+
+ private:
+  GPT& model_;
+  KernelContext& ctx_;
+  KvCache cache_;
+};
 
 std::vector<int> generate_full(GPT& model, KernelContext& ctx, std::vector<int> ids,
                                TokenSampler& sampler, Rng& rng, const GenerateOptions& opt,
@@ -64,12 +50,47 @@ std::vector<int> generate_full(GPT& model, KernelContext& ctx, std::vector<int> 
 
 }  // namespace
 
+std::vector<int> generate_cached(TokenStepper& model, const std::vector<int>& prompt,
+                                 TokenSampler& sampler, Rng& rng, const GenerateOptions& opt,
+                                 const std::function<void(int)>& on_token) {
+  CHECK(!prompt.empty(), "the prompt is empty: give at least one token (e.g. --start='\\n')");
+  const ModelConfig& cfg = model.config();
+  const int maxT = cfg.block_size;
+  const int V = cfg.vocab_size;
+  std::vector<int> ids = prompt;
+  std::vector<float> logits(cfg.padded_vocab_size());
+  // Feeds ids[from..] into the cache (positions 0..), leaving the logits of the last one.
+  auto prefill = [&](size_t from) {
+    model.clear();
+    for (size_t i = from; i < ids.size(); ++i) {
+      model.step(ids[i], static_cast<int>(i - from), logits.data());
+    }
+  };
+  size_t window_start = ids.size() > static_cast<size_t>(maxT) ? ids.size() - maxT : 0;
+  prefill(window_start);
+  for (int n = 0; n < opt.max_new_tokens; ++n) {
+    int next = sampler.sample(logits.data(), V, rng);
+    ids.push_back(next);
+    if (on_token) on_token(next);
+    if (next == opt.stop_token || n + 1 == opt.max_new_tokens) break;
+    if (model.length() == maxT) {  // context full: keep the last half block and go on
+      window_start = ids.size() - std::max(1, maxT / 2);
+      prefill(window_start);
+    } else {
+      model.step(next, model.length(), logits.data());
+    }
+  }
+  return ids;
+}
+
 std::vector<int> generate(GPT& model, KernelContext& ctx, const std::vector<int>& prompt,
                           TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
                           const std::function<void(int)>& on_token) {
   CHECK(!prompt.empty(), "the prompt is empty: give at least one token (e.g. --start='\\n')");
-  if (options.use_kv_cache)
-    return generate_cached(model, ctx, prompt, sampler, rng, options, on_token);
+  if (options.use_kv_cache) {
+    CpuStepper stepper(model, ctx);
+    return generate_cached(stepper, prompt, sampler, rng, options, on_token);
+  }
   return generate_full(model, ctx, prompt, sampler, rng, options, on_token);
 }
 

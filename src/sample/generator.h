@@ -20,6 +20,25 @@ struct GenerateOptions {
   int stop_token = -1;  // >= 0: stop after generating it
 };
 
+// What cached generation needs of a model, whatever runs it: one token at a time into its KV
+// cache. The CPU's is GPT::forward_one with a KvCache (generate() below builds it); the GPU's is
+// gpu/gpu_stepper.h.
+class TokenStepper {
+ public:
+  virtual ~TokenStepper() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual void clear() = 0;         // empties the cache
+  virtual int length() const = 0;   // tokens in the cache
+  // Runs `token` at position pos (== length() < block_size) and writes the next token's logits
+  // (padded_vocab_size() floats; the first vocab_size meaningful).
+  virtual void step(int token, int pos, float* logits_out) = 0;
+};
+
+// Cached generation on any stepper (prompt + generated ids, as generate()).
+std::vector<int> generate_cached(TokenStepper& model, const std::vector<int>& prompt,
+                                 TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
+                                 const std::function<void(int)>& on_token = {});
+
 // Returns prompt + generated ids. on_token (may be empty) is called with each new id as it comes.
 std::vector<int> generate(GPT& model, KernelContext& ctx, const std::vector<int>& prompt,
                           TokenSampler& sampler, Rng& rng, const GenerateOptions& options,

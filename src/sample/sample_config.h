@@ -22,6 +22,8 @@ struct SampleConfig {
   std::string data_dir = "";
   std::string vocab_dir;  // empty: the GPT-2 vocabulary built into the binary
   int64_t threads = 0;
+  std::string device = "cpu";
+  std::string dtype = "float32";
 
   template <typename Visitor>
   void visit(Visitor&& v) {
@@ -42,6 +44,9 @@ struct SampleConfig {
     v("vocab_dir", vocab_dir,
       "GPT-2 vocabulary (encoder.json, vocab.bpe) for weights files; empty = built in");
     v("threads", threads, "CPU threads; 0 = all cores");
+    v("device", device,
+      "'cpu' (default), or 'cuda' / 'cuda:0': sample on the first NVIDIA GPU (with the KV cache)");
+    v("dtype", dtype, "--device=cuda: 'float32' (default) or 'bfloat16' weights and activations");
   }
 
   void validate() const;

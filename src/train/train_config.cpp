@@ -57,9 +57,9 @@ void TrainConfig::validate() const {
   CHECK(bucket_cap_mb > 0, "bucket_cap_mb = {}: expected megabytes > 0", bucket_cap_mb);
   CHECK(attention == "flash" || attention == "naive",
         "attention = '{}': expected 'flash' (the default) or 'naive'", attention);
-  CHECK(attention == "flash" || dtype == "float32" || dtype == "auto",
-        "attention = '{}' with dtype = '{}': the naive attention runs in float32 only; use "
-        "--attention=flash for {}, or --dtype=float32",
+  CHECK(attention == "flash" || dtype == "float32" || dtype == "auto" || device != "cpu",
+        "attention = '{}' with dtype = '{}': the naive attention runs in float32 only on the CPU; "
+        "use --attention=flash for {}, or --dtype=float32",
         attention, dtype, dtype);
   CHECK(!out_dir.empty(), "out_dir is empty: give a directory such as --out_dir=out");
   ModelConfig shape = model;
@@ -70,6 +70,10 @@ void TrainConfig::validate() const {
 
 std::string TrainConfig::resolve_auto_dtype() {
   if (dtype != "auto") return "";
+  if (device != "cpu") {  // an NVIDIA GPU: bfloat16 on the tensor cores, as nanoGPT's train.py
+    dtype = "bfloat16";
+    return "dtype auto -> bfloat16 (--device=" + device + ": the GPU's bfloat16 tensor cores)";
+  }
   AutoDtype choice = choose_auto_dtype();
   // The naive attention runs in float32 only: auto keeps such a run valid.
   if (attention == "naive" && choice.dtype != "float32") {

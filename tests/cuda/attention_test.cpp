@@ -17,6 +17,7 @@
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
 
 namespace nanogpt::cuda {
 namespace {
@@ -86,10 +87,21 @@ void check_attention(const AttnCase& c, int B, int T, int C, int NH, float p) {
   const auto dout = rounded(random_vector(btc, 32, 1.0f), c.dtype);
 
   std::vector<float> want_out(btc), lse(static_cast<size_t>(B) * NH * T);
-  ref::attention_forward(want_out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
   std::vector<float> want_dqkv(3 * btc, 0.0f);  // the reference accumulates
-  ref::attention_backward(want_dqkv.data(), dout.data(), want_out.data(), lse.data(), qkv.data(),
-                          B, T, C, NH, p, seed);
+  if (c.dtype == DType::kF32) {
+    ref::attention_forward(want_out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
+    ref::attention_backward(want_dqkv.data(), dout.data(), want_out.data(), lse.data(),
+                            qkv.data(), B, T, C, NH, p, seed);
+  } else {
+    // 16-bit tensors: the reference of ops_lowp.h, whose dropout masks are drawn per group of
+    // sequences (attention_batch_group), as the CPU's and the GPU's 16-bit attention draw them.
+    const auto qkv16 = testing_cuda::to_bf16(qkv), dout16 = testing_cuda::to_bf16(dout);
+    ref::attention_forward(TypedPtr(want_out.data()), lse.data(),
+                           ConstTypedPtr(qkv16.data(), c.dtype), B, T, C, NH, p, seed);
+    ref::attention_backward(TypedPtr(want_dqkv.data()), ConstTypedPtr(dout16.data(), c.dtype),
+                            ConstTypedPtr(want_out.data()), lse.data(),
+                            ConstTypedPtr(qkv16.data(), c.dtype), B, T, C, NH, p, seed);
+  }
   const auto want_att = reference_probs(qkv, B, T, C, NH);
 
   DeviceTensor d_qkv(qkv, c.dtype), d_dout(dout, c.dtype);

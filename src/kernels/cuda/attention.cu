@@ -13,7 +13,8 @@
 //             dq = dpre k; dk = dpre^T q
 // cuBLAS is column-major: a row-major (R, K) matrix is the column-major (K, R) matrix X^T with
 // leading dimension K, so each row-major product P = X Y is computed as P^T = Y^T X^T.
-#include "kernels/cuda/cuda_util.cuh"  // first: it configures fmt for nvcc
+#include "kernels/cuda/cuda_util.cuh"
+#include "kernels/ops_lowp.h"
 
 #include <cmath>
 #include <cstddef>
@@ -110,7 +111,8 @@ constexpr int kRowsPerBlock = 8;  // one warp per row, 8 warps per block
 // dropped (nullable): also writes att * dropout_mult(seed, r*T + s, p) there.
 template <typename T>
 __global__ void softmax_forward_kernel(T* att, T* dropped, const T* preatt, int64_t rows, int T_,
-                                       float scale, float p, uint64_t seed) {
+                                       float scale, float p, uint64_t seed, int group,
+                                       int64_t per_b) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (r >= rows) return;
@@ -139,7 +141,7 @@ __global__ void softmax_forward_kernel(T* att, T* dropped, const T* preatt, int6
     const T stored = from_f32<T>(prob);
     y[s] = stored;
     if (yd) {
-      const float kept = s <= t ? to_f32(stored) * dropout_mult(seed, static_cast<uint64_t>(r * T_ + s), p)
+      const float kept = s <= t ? to_f32(stored) * attention_dropout_mult(seed, group, per_b, r * T_ + s, p)
                                 : 0.0f;
       yd[s] = from_f32<T>(kept);
     }
@@ -148,10 +150,11 @@ __global__ void softmax_forward_kernel(T* att, T* dropped, const T* preatt, int6
 
 // dropped (n) = att * dropout_mult(seed, i, p): the dropped probabilities of the forward again.
 template <typename T>
-__global__ void dropout_probs_kernel(T* dropped, const T* att, int64_t n, float p, uint64_t seed) {
+__global__ void dropout_probs_kernel(T* dropped, const T* att, int64_t n, float p, uint64_t seed,
+                                     int group, int64_t per_b) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    dropped[i] = from_f32<T>(to_f32(att[i]) * dropout_mult(seed, static_cast<uint64_t>(i), p));
+    dropped[i] = from_f32<T>(to_f32(att[i]) * attention_dropout_mult(seed, group, per_b, i, p));
   }
 }
 
@@ -161,7 +164,7 @@ __global__ void dropout_probs_kernel(T* dropped, const T* att, int64_t n, float 
 // for s <= t, 0 for s > t. float32 throughout.
 template <typename T>
 __global__ void softmax_backward_kernel(T* grad, const T* att, int64_t rows, int T_, float scale,
-                                        float p, uint64_t seed) {
+                                        float p, uint64_t seed, int group, int64_t per_b) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (r >= rows) return;
@@ -171,7 +174,7 @@ __global__ void softmax_backward_kernel(T* grad, const T* att, int64_t rows, int
   float dot = 0.0f;
   for (int s = lane; s <= t; s += kWarpSize) {
     float d = to_f32(g[s]);
-    if (p > 0.0f) d *= dropout_mult(seed, static_cast<uint64_t>(r * T_ + s), p);
+    if (p > 0.0f) d *= attention_dropout_mult(seed, group, per_b, r * T_ + s, p);
     dot += to_f32(a[s]) * d;
   }
   dot = warp_sum(dot);
@@ -179,7 +182,7 @@ __global__ void softmax_backward_kernel(T* grad, const T* att, int64_t rows, int
     float out = 0.0f;
     if (s <= t) {
       float d = to_f32(g[s]);
-      if (p > 0.0f) d *= dropout_mult(seed, static_cast<uint64_t>(r * T_ + s), p);
+      if (p > 0.0f) d *= attention_dropout_mult(seed, group, per_b, r * T_ + s, p);
       out = to_f32(a[s]) * (d - dot) * scale;
     }
     g[s] = from_f32<T>(out);
@@ -250,6 +253,9 @@ void attention_forward(CudaContext& ctx, TypedPtr out, TypedPtr att, ConstTypedP
   const int64_t btc = static_cast<int64_t>(B) * T * C;
   const int64_t rows = static_cast<int64_t>(B) * NH * T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
+  // The CPU's dropout masks for this dtype (ops_lowp.h): per group of sequences in 16 bits.
+  const int group = dtype == DType::kF32 ? 0 : attention_batch_group(B, NH);
+  const int64_t per_b = static_cast<int64_t>(NH) * T * T;
   auto* base = static_cast<std::byte*>(ctx.scratch(attention_scratch_bytes(B, T, C, NH, dtype)));
   const size_t rb = region_bytes(btc, dtype);
   void* q = base;
@@ -292,7 +298,7 @@ void attention_forward(CudaContext& ctx, TypedPtr out, TypedPtr att, ConstTypedP
     const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
     softmax_forward_kernel<S><<<blocks, kRowsPerBlock * kWarpSize>>>(
         static_cast<S*>(att.data), static_cast<S*>(dropped), static_cast<const S*>(att.data), rows,
-        T, scale, dropout_p, seed);
+        T, scale, dropout_p, seed, group, per_b);
     NANOGPT_CUDA_CHECK_LAUNCH();
   });
 
@@ -340,6 +346,9 @@ void attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, Con
   const int64_t rows = static_cast<int64_t>(B) * NH * T;
   const int64_t tt = rows * T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
+  // The CPU's dropout masks for this dtype (ops_lowp.h): per group of sequences in 16 bits.
+  const int group = dtype == DType::kF32 ? 0 : attention_batch_group(B, NH);
+  const int64_t per_b = static_cast<int64_t>(NH) * T * T;
   auto* base = static_cast<std::byte*>(ctx.scratch(attention_scratch_bytes(B, T, C, NH, dtype)));
   const size_t rb = region_bytes(btc, dtype);
   void* q = base;
@@ -364,7 +373,7 @@ void attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, Con
     NANOGPT_CUDA_CHECK_LAUNCH();
     if (dropout_p > 0.0f) {
       dropout_probs_kernel<S><<<grid_for(tt, 256), 256>>>(
-          static_cast<S*>(probs), static_cast<const S*>(att.data), tt, dropout_p, seed);
+          static_cast<S*>(probs), static_cast<const S*>(att.data), tt, dropout_p, seed, group, per_b);
       NANOGPT_CUDA_CHECK_LAUNCH();
     }
   });
@@ -413,7 +422,8 @@ void attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, Con
     using S = decltype(tag);
     const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
     softmax_backward_kernel<S><<<blocks, kRowsPerBlock * kWarpSize>>>(
-        static_cast<S*>(probs), static_cast<const S*>(att.data), rows, T, scale, dropout_p, seed);
+        static_cast<S*>(probs), static_cast<const S*>(att.data), rows, T, scale, dropout_p, seed,
+        group, per_b);
     NANOGPT_CUDA_CHECK_LAUNCH();
   });
 

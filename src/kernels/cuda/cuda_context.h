@@ -3,8 +3,10 @@
 // This header includes no CUDA header, so host code (the GPU model, tests) compiles with g++ alone.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace nanogpt::cuda {
@@ -39,6 +41,11 @@ class CudaContext {
   // borrower at a time: an op may use it for the duration of its call only (stream-ordered).
   void* scratch(size_t bytes);
 
+  // The cuBLASLt algorithm chosen for each product shape (matmul.cu's key -> the 64 bytes of a
+  // cublasLtMatmulAlgo_t, [8] = 1 when one was found): the heuristic, tens of microseconds of host
+  // time, then runs once per shape instead of once per call.
+  std::map<std::string, std::array<uint64_t, 9>>& matmul_algos() { return matmul_algos_; }
+
   // Waits for the device and turns an asynchronous kernel error into nanogpt::Error naming `what`.
   void synchronize(const char* what = "CUDA work");
 
@@ -50,6 +57,7 @@ class CudaContext {
   size_t lt_workspace_bytes_ = 0;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::map<std::string, std::array<uint64_t, 9>> matmul_algos_;
 };
 
 }  // namespace nanogpt::cuda

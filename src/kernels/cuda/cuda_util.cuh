@@ -81,4 +81,18 @@ __device__ __forceinline__ float dropout_mult(uint64_t seed, uint64_t index, flo
   return hash_uniform_dev(seed, index) >= p ? 1.0f / (1.0f - p) : 0.0f;
 }
 
+// The dropout multiplier of attention probability (b, h, t, s) (flat index i = ((b*NH + h)*T +
+// t)*T + s, per_b = NH*T*T elements per sequence), as the CPU draws it (kernels/ops_lowp.h):
+// group == 0 (float32 tensors): dropout_mult(seed, i); group G > 0 (16-bit tensors, G =
+// attention_batch_group(B, NH)): sequences b0 .. b0+G-1 (b0 = b - b % G) draw from seed
+// splitmix64(seed + b0), with indices counted from b0's first element.
+__device__ __forceinline__ float attention_dropout_mult(uint64_t seed, int group, int64_t per_b,
+                                                        int64_t i, float p) {
+  if (group <= 0) return dropout_mult(seed, static_cast<uint64_t>(i), p);
+  const int64_t b = i / per_b;
+  const int64_t b0 = b - b % group;
+  return dropout_mult(splitmix64_dev(seed + static_cast<uint64_t>(b0)),
+                      static_cast<uint64_t>(i - b0 * per_b), p);
+}
+
 }  // namespace nanogpt::cuda

@@ -9,7 +9,13 @@
 //   dinp      dinp (N,C) = dout (N,OC) W     <=>  dinp^T (C,N)  = W_cm (C,OC) dout_cm (OC,N)
 //   dweight   dW (OC,C) += dout^T inp        <=>  dW^T (C,OC)  += inp_cm (C,N) op_T(dout_cm (OC,N))
 // where X_cm is the row-major tensor X read column-major (X^T).
-#include "kernels/cuda/cuda_util.cuh"  // first: it configures fmt for nvcc
+#include "kernels/cuda/cuda_util.cuh"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+#include <string>
 
 #include <cstdint>
 
@@ -139,10 +145,29 @@ bool run_gemm(CudaContext& ctx, const Gemm& g, const char* what) {
       NANOGPT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
           desc.d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
     }
+    // The algorithm for this shape, types, alignments and epilogue: cached in the context.
+    static_assert(sizeof(cublasLtMatmulAlgo_t) == 8 * sizeof(uint64_t), "cuBLASLt algo size");
+    const std::string key = fmt::format(
+        "{}{} {} {} {} {} {} {} {}/{}/{} {}/{}/{} {} {} {}", int(g.transa), int(g.transb), g.m,
+        g.n, g.k, g.lda, g.ldb, g.ldd, int(g.a_type), int(g.b_type), int(g.d_type), align_a,
+        align_b, align_d, int(compute), int(with_bias), int(g.bias_type));
+    auto& cache = ctx.matmul_algos();
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, desc.d, a.l, b.l, d.l, d.l,
-                                                             pref.p, 1, &heuristic, &found);
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    if (auto it = cache.find(key); it != cache.end()) {
+      found = static_cast<int>(it->second[8]);
+      std::memcpy(&heuristic.algo, it->second.data(), sizeof(heuristic.algo));
+    } else {
+      st = cublasLtMatmulAlgoGetHeuristic(lt, desc.d, a.l, b.l, d.l, d.l, pref.p, 1, &heuristic,
+                                          &found);
+      if (st == CUBLAS_STATUS_SUCCESS || with_bias) {
+        std::array<uint64_t, 9> entry{};
+        std::memcpy(entry.data(), &heuristic.algo, sizeof(heuristic.algo));
+        entry[8] = st == CUBLAS_STATUS_SUCCESS && found > 0 ? 1 : 0;
+        cache[key] = entry;
+      }
+    }
     if (with_bias && (st != CUBLAS_STATUS_SUCCESS || found == 0)) continue;  // bias added apart
     NANOGPT_CUBLAS_CHECK(st);
     if (found == 0) {

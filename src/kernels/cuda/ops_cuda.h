@@ -72,6 +72,29 @@ void scale(float* x, float s, int64_t n);
 void crossentropy_forward_backward(float* losses, TypedPtr dlogits, const float* logits,
                                    const int* targets, float dloss, int64_t N, int V, int Vp);
 
+// ---- the architecture options beyond GPT-2 (arch.cu; meanings as kernels/ops_arch.h) ----
+
+// QK-norm in place on qkv's Q and K head vectors (float32 or bfloat16); rstd (N, 2*NH) float32.
+void qk_rmsnorm_forward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH);
+// In place on dqkv's Q and K parts (y = the forward's output as qkv holds it).
+void qk_rmsnorm_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,
+                         int NH);
+// Rotary embeddings in place on Q and K; cos, sin (max_T, HS/2) float32 on the device; row n at
+// position pos0 + n % T.
+void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
+                    int C, int NH);
+void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
+                     int C, int NH);
+// Logit soft-cap in place: z (n) = cap * tanh(z / cap) (float32).
+void softcap_forward(float* z, int64_t n, float cap);
+// crossentropy_forward_backward of the soft-capped logits (raw logits in, float32): losses of the
+// capped logits; dlogits (N, Vp; float32 or bfloat16; overwrite; not aliasing logits; nullable) the
+// gradient with respect to the RAW logits, dloss * (softmax - onehot) * (1 - (capped / cap)^2), 0 in
+// the padding columns and ignored rows.
+void crossentropy_softcap_forward_backward(float* losses, TypedPtr dlogits, const float* logits,
+                                           const int* targets, float dloss, int64_t N, int V,
+                                           int Vp, float cap);
+
 // ---- optimizer (adamw.cu) ----
 
 // One AdamW step on n elements, the same arithmetic as optim/adamw.cpp (torch.optim.AdamW):
@@ -115,5 +138,23 @@ void attention_forward(CudaContext& ctx, TypedPtr out, TypedPtr att, ConstTypedP
 void attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr att,
                         ConstTypedPtr qkv, int B, int T, int C, int NH, float dropout_p,
                         uint64_t seed);
+
+// One new query against a KV cache (sampling; attention_decode.cu): q (C) and the cache rows
+// kcache, vcache (maxT, C), rows 0..t-1 valid (t >= 1), out (C); all of one dtype. Borrows
+// ctx.scratch for the NH x t scores.
+void attention_decode(CudaContext& ctx, TypedPtr out, ConstTypedPtr q, ConstTypedPtr kcache,
+                      ConstTypedPtr vcache, int t, int C, int NH);
+
+// Flash attention (flash_attention.cu): the same causal attention without any T x T matrix in
+// memory, on the tensor cores, for bfloat16 tensors of head size 64 (flash_attention_supported).
+// lse (B, NH, T) float32: the log-sum-exp of each row's scaled scores, kept for backward. Dropout
+// masks as attention_forward's for bfloat16 (per group of sequences, ops_lowp.h). Backward:
+// dqkv (overwrite) from dout, out and lse of the forward; deterministic (no atomics).
+bool flash_attention_supported(DType dtype, int C, int NH);
+void flash_attention_forward(CudaContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
+                             int T, int C, int NH, float dropout_p, uint64_t seed);
+void flash_attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout,
+                              ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B,
+                              int T, int C, int NH, float dropout_p, uint64_t seed);
 
 }  // namespace nanogpt::cuda
