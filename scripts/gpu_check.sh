@@ -15,12 +15,13 @@
 #                                       one table at the end and in $OUT/gpu_check.md, logs in $OUT.
 # Without a GPU (the rehearsal here) `run` does everything that needs none and says what it skipped.
 # Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
-# PARTS (default "tests w2 cpu gpt2 naive profile nanogpt": a rerun after a fix can leave some out).
+# TESTFILTER (GoogleTest filter of the GPU tests, default all),
+# PARTS (default "tests w2 cpu gpt2 naive mma profile mmaprofile nanogpt": a rerun can leave some out).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/gpu_bundle
 STEPS=${STEPS:-30}
-PARTS=${PARTS:-tests w2 cpu gpt2 naive profile nanogpt}
+PARTS=${PARTS:-tests w2 cpu gpt2 naive mma profile mmaprofile nanogpt}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 mode=${1:-}
 
@@ -106,10 +107,12 @@ run() {
 
   if want tests; then
     echo "== GPU tests (test_cuda)"
-    timeout 150 "$TC" --gtest_output=xml:"$OUT/test_cuda.xml" > "$OUT/test_cuda.log" 2>&1
+    NANOGPT_TEST_VERBOSE=1 timeout 150 "$TC" --gtest_filter="${TESTFILTER:-*}" \
+      --gtest_output=xml:"$OUT/test_cuda.xml" > "$OUT/test_cuda.log" 2>&1
     local trc=$?
     grep -E '^\[  (PASSED|SKIPPED) *\] [0-9]+ tests?|^\[  FAILED  \]|tests? ran' "$OUT/test_cuda.log" | head -40
     grep -A12 'Failure$' "$OUT/test_cuda.log" | head -60
+    grep -iE 'timing|TFLOP' "$OUT/test_cuda.log" | head -20
     echo "test_cuda exit status $trc"
   fi
 
@@ -159,6 +162,18 @@ run() {
   ours_gpu w2_naive "$ROOT/config/train_shakespeare_char.py" shakespeare_char "$STEPS" --attention=naive
   ours_gpu gpt2_naive "$ROOT/config/train_gpt2.py" shakespeare_gpt2 "$STEPS" \
     --batch_size=16 --gradient_accumulation_steps=1 --attention=naive
+  fi
+  if want mma; then
+  echo "== GPT-2 124M with the mma.sync flash kernels (NANOGPT_GPU_FLASH_KERNEL=mma)"
+  NANOGPT_GPU_FLASH_KERNEL=mma ours_gpu gpt2_mma "$ROOT/config/train_gpt2.py" shakespeare_gpt2 \
+    "$STEPS" --batch_size=16 --gradient_accumulation_steps=1
+  NANOGPT_GPU_FLASH_KERNEL=mma ours_gpu w2_mma "$ROOT/config/train_shakespeare_char.py" \
+    shakespeare_char "$STEPS"
+  fi
+  if want mmaprofile; then
+  NANOGPT_GPU_FLASH_KERNEL=mma ours_gpu gpt2_mma_profile "$ROOT/config/train_gpt2.py" \
+    shakespeare_gpt2 12 --batch_size=16 --gradient_accumulation_steps=1 --profile=True
+  sed -n '/^profile over/,$p' "$OUT/gpt2_mma_profile.log"
   fi
   if want profile; then
   echo "== where the step goes (--profile=True, 12 steps, the last 10 timed per op)"

@@ -37,17 +37,19 @@ def peak_mib(name):
 lines = ["| workload | program | ms/step | tokens/s | MFU (bf16 peak) | peak GPU memory | loss at last step |",
          "|---|---|---|---|---|---|---|"]
 results = {}
-LABELS = {"ours": "nanogpt.cpp (CUDA), flash attention",
+LABELS = {"ours": "nanogpt.cpp (CUDA), flash attention (wmma)",
+          "mma": "nanogpt.cpp (CUDA), flash attention (mma.sync)",
           "naive": "nanogpt.cpp (CUDA), naive attention",
           "nanogpt": "nanoGPT + torch.compile"}
 for wl, tag in (("W2", "w2"), ("GPT-2 124M", "gpt2")):
     L, H, Q, T, B, N = SHAPES[wl]
     fpt = 6 * N + 12 * L * H * Q * T
-    for prog in ("ours", "naive", "nanogpt"):
+    for prog in ("ours", "mma", "naive", "nanogpt"):
         rows = parse(f"{tag}_{prog}.log")
         label = LABELS[prog]
         if not rows:
-            lines.append(f"| {wl} | {label} | (no run: see {tag}_{prog}.log) | | | | |")
+            if read(f"{tag}_{prog}.log"):
+                lines.append(f"| {wl} | {label} | (failed: see {tag}_{prog}.log) | | | | |")
             continue
         timed = [ms for it, _, ms in rows if it >= 5] or [ms for _, _, ms in rows]
         ms = statistics.median(timed)

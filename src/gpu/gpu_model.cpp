@@ -5,6 +5,8 @@
 #include "gpu/gpu_model.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -20,8 +22,16 @@ enum Site : int { kSiteEmbedding = 0, kSiteAttnProbs = 1, kSiteAttnOut = 2, kSit
 
 }  // namespace
 
+GpuFlashKernel gpu_flash_kernel_from_env() {
+  const char* v = std::getenv("NANOGPT_GPU_FLASH_KERNEL");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "wmma") return GpuFlashKernel::kWmma;
+  CHECK(s == "mma", "NANOGPT_GPU_FLASH_KERNEL='{}': expected 'wmma' (the default) or 'mma'", s);
+  return GpuFlashKernel::kMma;
+}
+
 GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T,
-               bool naive_attention)
+               bool naive_attention, GpuFlashKernel flash_kernel)
     : ctx_(ctx),
       config_(config),
       arch_(Architecture::of(config)),
@@ -30,7 +40,8 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
       maxB_(B),
       maxT_(T),
       flash_(!naive_attention &&
-             gpu_flash_attention_supported(dtype, config.n_embd, config.n_head)) {
+             gpu_flash_attention_supported(dtype, config.n_embd, config.n_head)),
+      flash_kernel_(flash_kernel) {
   CHECK(dtype == DType::kF32 || dtype == DType::kBF16,
         "--device=cuda trains in float32 or bfloat16, not {} (use --dtype=bfloat16)",
         dtype_name(dtype));
@@ -229,8 +240,9 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     auto scope = timed(OpClass::kAttention, 2.0 * B * T * double(T) * C, e * NC * 4);
     qk_forward(qkv, a.qk_rstd.data(), N, T);
     if (flash_) {
-      cuda::flash_attention_forward(ctx_, atty, a.lse.data(), qkv, B, T, C, NH, p,
-                                    site_seed(l, kSiteAttnProbs));
+      auto* forward = flash_kernel_ == GpuFlashKernel::kMma ? cuda::flash_attention_forward_mma
+                                                            : cuda::flash_attention_forward;
+      forward(ctx_, atty, a.lse.data(), qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
     } else {
       cuda::attention_forward(ctx_, atty, att, qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
     }
@@ -370,8 +382,10 @@ void GpuGpt::backward() {
                           wmat(w.attprojw, w16(&LowpBlockWeights::attprojw)), N, C, C);
     scope.next(OpClass::kAttention, 4.0 * B * T * double(T) * C, e * NC * 8);
     if (flash_) {
-      cuda::flash_attention_backward(ctx_, d3C, dC2, atty, a.lse.data(), qkv, B, T, C, NH, p,
-                                     site_seed(l, kSiteAttnProbs));
+      auto* backward = flash_kernel_ == GpuFlashKernel::kMma ? cuda::flash_attention_backward_mma
+                                                             : cuda::flash_attention_backward;
+      backward(ctx_, d3C, dC2, atty, a.lse.data(), qkv, B, T, C, NH, p,
+               site_seed(l, kSiteAttnProbs));
     } else {
       cuda::attention_backward(ctx_, d3C, dC2, att, qkv, B, T, C, NH, p,
                                site_seed(l, kSiteAttnProbs));

@@ -22,15 +22,24 @@
 
 namespace nanogpt {
 
+// Which flash attention kernels run: flash_attention.cu's (nvcuda::wmma, scores through shared
+// memory) or flash_attention_mma.cu's (mma.sync fragments in registers).
+enum class GpuFlashKernel { kWmma, kMma };
+
+// NANOGPT_GPU_FLASH_KERNEL=wmma|mma in the environment (default wmma); throws nanogpt::Error on
+// another value.
+GpuFlashKernel gpu_flash_kernel_from_env();
+
 class GpuGpt {
  public:
   // Allocates everything for micro-batches of up to B sequences of T tokens (T <= block_size).
   // naive_attention: the cuBLAS attention even where flash attention runs (attention = 'naive').
   GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T,
-         bool naive_attention = false);
+         bool naive_attention = false, GpuFlashKernel flash_kernel = GpuFlashKernel::kWmma);
 
   // Whether the attention runs flash (no T x T matrix) or naive; for the log.
   bool flash_attention() const { return flash_; }
+  GpuFlashKernel flash_kernel() const { return flash_kernel_; }
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
@@ -107,6 +116,7 @@ class GpuGpt {
   DType dtype_;
   int maxB_, maxT_;
   bool flash_ = false;
+  GpuFlashKernel flash_kernel_ = GpuFlashKernel::kWmma;
   cuda::GpuOpTimer* timer_ = nullptr;
   cuda::DeviceBuffer<float> params_, grads_, m_, v_;
   cuda::DeviceBuffer<uint16_t> params_h_;  // bfloat16 copy (empty in float32)

@@ -32,6 +32,7 @@
 #include "optim/lr_schedule.h"
 #include "train/metrics.h"
 #include "train/model_source.h"
+#include "train/run_inputs.h"
 #include "train/stop_request.h"
 #include "train/train_state.h"
 
@@ -53,31 +54,6 @@ void check_gpu_training_config(const TrainConfig& c) {
 }
 
 namespace {
-
-nlohmann::json read_meta(const std::string& data_dir) {
-  const fs::path path = fs::path(data_dir) / "meta.json";
-  if (!fs::exists(path)) return nullptr;
-  std::ifstream in(path);
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    fail("'{}' is not valid JSON: {}", path.string(), e.what());
-  }
-}
-
-std::vector<std::string> split_files(const std::string& data_dir, const std::string& split) {
-  CHECK(fs::exists(fs::path(data_dir) / (split + ".bin")) || fs::is_directory(data_dir),
-        "token file '{}' not found: prepare the dataset first (nanogpt prepare ...) or set "
-        "--data_dir / --dataset",
-        (fs::path(data_dir) / (split + ".bin")).string());
-  return dataset_files(data_dir, split);
-}
-
-// The CPU trainer's dropout seed of a micro-step (train/trainer.cpp), so masks match.
-uint64_t dropout_seed_for(int64_t seed, int64_t iter, int64_t micro) {
-  return splitmix64(splitmix64(static_cast<uint64_t>(seed) ^ 0x5eedull) ^
-                    splitmix64(static_cast<uint64_t>(iter) * 1024 + static_cast<uint64_t>(micro)));
-}
 
 class GpuTrainingRun {
  public:
@@ -127,7 +103,7 @@ class GpuTrainingRun {
     check_gpu_training_config(config_);
     parse_dtype(config_.dtype, dtype_);
     data_dir_ = config_.resolved_data_dir();
-    meta_ = read_meta(data_dir_);
+    meta_ = read_dataset_meta(data_dir_);
     ckpt_dir_ = checkpoint_dir_of(config_.out_dir);
 
     const std::string& from = config_.init_from;
@@ -159,7 +135,8 @@ class GpuTrainingRun {
     ctx_ = std::make_unique<cuda::CudaContext>(/*allow_tf32=*/true);
     const bool naive = config_.attention == "naive";
     const GpuMemoryPlan plan = plan_gpu_memory(config_.model, dtype_, B, T, naive);
-    model_ = std::make_unique<GpuGpt>(*ctx_, config_.model, dtype_, B, T, naive);
+    model_ = std::make_unique<GpuGpt>(*ctx_, config_.model, dtype_, B, T, naive,
+                                      gpu_flash_kernel_from_env());
     if (config_.profile) timer_ = std::make_unique<cuda::GpuOpTimer>();
     const ParamTable& table = model_->table();
     host_params_ = Buffer<float>(table.total_numel());
@@ -212,7 +189,10 @@ class GpuTrainingRun {
     say(fmt::format("compute: {} in {}, {} attention; {}; GPU memory planned {} (params {}, grads {}, AdamW {}, "
                     "activations {}, classifier {}, scratch {})",
                     cuda::device_description(), config_.dtype,
-                    model_->flash_attention() ? "flash" : "naive (cuBLAS)", peak_.description,
+                    !model_->flash_attention()                          ? "naive (cuBLAS)"
+                    : model_->flash_kernel() == GpuFlashKernel::kMma ? "flash (mma)"
+                                                                      : "flash (wmma)",
+                    peak_.description,
                     format_bytes(plan.total()), format_bytes(plan.params),
                     format_bytes(plan.grads), format_bytes(plan.optimizer),
                     format_bytes(plan.activations), format_bytes(plan.classifier),

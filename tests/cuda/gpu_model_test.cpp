@@ -67,6 +67,7 @@ struct Case {
   int C = 64;
   bool naive = false;
   bool modern = false;
+  bool mma = false;  // flash attention on the mma.sync kernels
 };
 
 class GpuModelTest : public cuda::testing_cuda::CudaTestWithParam<Case> {};
@@ -104,7 +105,8 @@ TEST_P(GpuModelTest, LossGradientsAndAdamWMatchTheCpuModel) {
   cpu.backward(kctx);
 
   cuda::CudaContext ctx(/*allow_tf32=*/false);
-  GpuGpt gpu(ctx, config, k.dtype, B, T, k.naive);
+  GpuGpt gpu(ctx, config, k.dtype, B, T, k.naive,
+             k.mma ? GpuFlashKernel::kMma : GpuFlashKernel::kWmma);
   EXPECT_EQ(gpu.flash_attention(), k.dtype == DType::kBF16 && k.C == 128 && !k.naive);
   gpu.upload_params(params.data());
   gpu.zero_grad();
@@ -159,7 +161,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"f32_rotary_qknorm_softcap", DType::kF32, 0.0, "rmsnorm", "relu2", true,
                            64, false, true},
                       Case{"bf16_flash_rotary_qknorm_softcap", DType::kBF16, 0.1, "rmsnorm",
-                           "relu2", false, 128, false, true}),
+                           "relu2", false, 128, false, true},
+                      Case{"bf16_flash_mma", DType::kBF16, 0.0, "layernorm", "gelu", true, 128,
+                           false, false, true},
+                      Case{"bf16_flash_mma_dropout_modern", DType::kBF16, 0.1, "rmsnorm", "relu2",
+                           false, 128, false, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // Sampling with the KV cache: the GPU's forward_one gives the CPU's logits token after token.

@@ -156,5 +156,14 @@ void flash_attention_forward(CudaContext& ctx, TypedPtr out, float* lse, ConstTy
 void flash_attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout,
                               ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B,
                               int T, int C, int NH, float dropout_p, uint64_t seed);
+// The same op on mma.sync fragments (flash_attention_mma.cu: register-level tensor-core code,
+// ldmatrix, cp.async double buffering); not yet the default: see GpuGpt. Same arguments, results
+// and determinism as flash_attention_forward / flash_attention_backward, under the same
+// flash_attention_supported rule; out and dqkv must be 16-byte aligned too.
+void flash_attention_forward_mma(CudaContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv,
+                                 int B, int T, int C, int NH, float dropout_p, uint64_t seed);
+void flash_attention_backward_mma(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout,
+                                  ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B,
+                                  int T, int C, int NH, float dropout_p, uint64_t seed);
 
 }  // namespace nanogpt::cuda
