@@ -87,10 +87,11 @@ int sample_command(const Args& args) {
     gpu_model->upload_params(src.params.data());
     gpu_stepper = std::make_unique<GpuStepper>(*gpu_model);
 #else
-    fail("--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
-         "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or sample "
-         "with --device=cpu",
-         config.device);
+    fail(
+        "--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
+        "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or sample "
+        "with --device=cpu",
+        config.device);
 #endif
   }
 

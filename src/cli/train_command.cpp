@@ -44,10 +44,11 @@ int train_command(const Args& args) {
 #if NANOGPT_WITH_CUDA
       result = run_training_gpu(config, options);
 #else
-      fail("--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
-           "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or train "
-           "with --device=cpu",
-           config.device);
+      fail(
+          "--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
+          "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or train "
+          "with --device=cpu",
+          config.device);
 #endif
     }
     if (!result.stopped_by.empty()) return kStoppedExitCode;  // checkpointed: resume to go on

@@ -10,8 +10,8 @@
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "kernels/gpu_flash_rule.h"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/gpu_flash_rule.h"
 
 namespace nanogpt {
 
@@ -25,9 +25,9 @@ enum Site : int { kSiteEmbedding = 0, kSiteAttnProbs = 1, kSiteAttnOut = 2, kSit
 GpuFlashKernel gpu_flash_kernel_from_env() {
   const char* v = std::getenv("NANOGPT_GPU_FLASH_KERNEL");
   const std::string s = v ? v : "";
-  if (s.empty() || s == "wmma") return GpuFlashKernel::kWmma;
-  CHECK(s == "mma", "NANOGPT_GPU_FLASH_KERNEL='{}': expected 'wmma' (the default) or 'mma'", s);
-  return GpuFlashKernel::kMma;
+  if (s.empty() || s == "mma") return GpuFlashKernel::kMma;
+  CHECK(s == "wmma", "NANOGPT_GPU_FLASH_KERNEL='{}': expected 'mma' (the default) or 'wmma'", s);
+  return GpuFlashKernel::kWmma;
 }
 
 GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T,
@@ -80,8 +80,7 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
     if (flash_) {
       l.lse = cuda::DeviceBuffer<float>(int64_t{B} * NH * T, "activations (attention statistics)");
     } else {
-      alloc_act(l.att_h, l.att_f, int64_t{B} * NH * T * T,
-                "activations (attention probabilities)");
+      alloc_act(l.att_h, l.att_f, int64_t{B} * NH * T * T, "activations (attention probabilities)");
     }
     alloc_act(l.atty_h, l.atty_f, N * C, "activations (attention output)");
     alloc_act(l.ln2_h, l.ln2_f, N * C, "activations (ln2)");
@@ -108,8 +107,8 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
   alloc_act(d4C_h_, d4C_f_, N * 4 * C, "backward scratch");
   // Attention's scratch, taken now so that the first step does not grow it mid-run.
   if (!flash_) {
-    ctx_.scratch(cuda::attention_scratch_bytes(B, T, static_cast<int>(C), static_cast<int>(NH),
-                                               dtype_));
+    ctx_.scratch(
+        cuda::attention_scratch_bytes(B, T, static_cast<int>(C), static_cast<int>(NH), dtype_));
   }
 }
 
@@ -193,8 +192,8 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
   const int64_t N = int64_t{B} * T;
   const NormKind norm = arch_.norm;
   for (int64_t i = 0; i < N; ++i) {
-    CHECK(inputs[i] >= 0 && inputs[i] < V, "token id {} at position {} is outside the vocab [0, {})",
-          inputs[i], i, V);
+    CHECK(inputs[i] >= 0 && inputs[i] < V,
+          "token id {} at position {} is outside the vocab [0, {})", inputs[i], i, V);
   }
   B_ = B;
   T_ = T;
@@ -303,8 +302,8 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     cuda::crossentropy_softcap_forward_backward(losses_.data(), dlogits, logits_.data(),
                                                 targets_d_.data(), dloss, N, V, Vp, cap);
   } else {
-    cuda::crossentropy_forward_backward(losses_.data(), dlogits, logits_.data(),
-                                        targets_d_.data(), dloss, N, V, Vp);
+    cuda::crossentropy_forward_backward(losses_.data(), dlogits, logits_.data(), targets_d_.data(),
+                                        dloss, N, V, Vp);
   }
   std::vector<float> losses(N);
   cuda::copy_to_host(losses.data(), losses_.data(), N * sizeof(float));
@@ -426,10 +425,10 @@ void GpuGpt::adamw_step(double lr, double beta1, double beta2, double eps, doubl
     a.weight_decay = s.decay ? static_cast<float>(weight_decay) : 0.0f;
     a.grad_scale = grad_scale;
     a.step = step;
-    TypedPtr lowp = dtype_ == DType::kF32 ? TypedPtr()
-                                          : TypedPtr(params_h_.data() + s.offset, dtype_);
-    cuda::adamw_update(params_.data() + s.offset, lowp, m_.data() + s.offset,
-                       v_.data() + s.offset, grads_.data() + s.offset, s.numel, a);
+    TypedPtr lowp =
+        dtype_ == DType::kF32 ? TypedPtr() : TypedPtr(params_h_.data() + s.offset, dtype_);
+    cuda::adamw_update(params_.data() + s.offset, lowp, m_.data() + s.offset, v_.data() + s.offset,
+                       grads_.data() + s.offset, s.numel, a);
   }
 }
 
@@ -438,8 +437,8 @@ void GpuGpt::forward_one(int token, int pos, float* logits_out) {
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size(), maxT = config_.block_size;
   CHECK(token >= 0 && token < V, "token id {} is outside the vocab [0, {})", token, V);
   CHECK(pos == cache_len_ && pos < maxT,
-        "GPU forward_one at position {}: the cache holds {} tokens of at most {}", pos,
-        cache_len_, maxT);
+        "GPU forward_one at position {}: the cache holds {} tokens of at most {}", pos, cache_len_,
+        maxT);
   const NormKind norm = arch_.norm;
   const size_t e = dtype_size(dtype_);
   if (kcache_h_.empty() && kcache_f_.empty()) {
@@ -472,8 +471,8 @@ void GpuGpt::forward_one(int token, int pos, float* logits_out) {
                                               : TypedPtr(kcache_h_[l].data(), dtype_);
     const TypedPtr vc = dtype_ == DType::kF32 ? TypedPtr(vcache_f_[l].data())
                                               : TypedPtr(vcache_h_[l].data(), dtype_);
-    cuda::layernorm_forward(ln1, tmp.ln1_mean.data(), tmp.ln1_rstd.data(), x, w.ln1w, w.ln1b, 1,
-                            C, norm);
+    cuda::layernorm_forward(ln1, tmp.ln1_mean.data(), tmp.ln1_rstd.data(), x, w.ln1w, w.ln1b, 1, C,
+                            norm);
     cuda::matmul_forward(ctx_, qkv, ln1, wmat(w.qkvw, w16(&LowpBlockWeights::qkvw)),
                          wbias(w.qkvb, w16(&LowpBlockWeights::qkvb), false), 1, C, 3 * C);
     qk_forward(qkv, tmp.qk_rstd.data(), 1, 1, pos);
@@ -483,9 +482,8 @@ void GpuGpt::forward_one(int token, int pos, float* logits_out) {
     cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), atty,
                          wmat(w.attprojw, w16(&LowpBlockWeights::attprojw)),
                          wbias(w.attprojb, w16(&LowpBlockWeights::attprojb), true), 1, C, C);
-    cuda::residual_layernorm_forward(tmp.res2.data(), ln2, tmp.ln2_mean.data(),
-                                     tmp.ln2_rstd.data(), x, proj_.data(), w.ln2w, w.ln2b, 1, C,
-                                     norm);
+    cuda::residual_layernorm_forward(tmp.res2.data(), ln2, tmp.ln2_mean.data(), tmp.ln2_rstd.data(),
+                                     x, proj_.data(), w.ln2w, w.ln2b, 1, C, norm);
     cuda::matmul_forward(ctx_, fch, ln2, wmat(w.fcw, w16(&LowpBlockWeights::fcw)),
                          wbias(w.fcb, w16(&LowpBlockWeights::fcb), false), 1, C, 4 * C);
     cuda::gelu_forward(fchg, fch, 4 * C, arch_.activation);

@@ -181,22 +181,23 @@ class GpuTrainingRun {
         "dropout {}: {:.2f}M parameters",
         m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.padded_vocab_size(),
         m.bias ? "on" : "off", m.dropout, static_cast<double>(table.num_params_for_mfu()) / 1e6));
-    say(fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
+    say(
+        fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
                     "(batch {} x block {} x accumulation {})",
                     data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
                     train_loader_->mode_description(), config_.sampling, tokens_per_iter_,
                     config_.batch_size, T, config_.gradient_accumulation_steps));
-    say(fmt::format("compute: {} in {}, {} attention; {}; GPU memory planned {} (params {}, grads {}, AdamW {}, "
-                    "activations {}, classifier {}, scratch {})",
-                    cuda::device_description(), config_.dtype,
-                    !model_->flash_attention()                          ? "naive (cuBLAS)"
-                    : model_->flash_kernel() == GpuFlashKernel::kMma ? "flash (mma)"
-                                                                      : "flash (wmma)",
-                    peak_.description,
-                    format_bytes(plan.total()), format_bytes(plan.params),
-                    format_bytes(plan.grads), format_bytes(plan.optimizer),
-                    format_bytes(plan.activations), format_bytes(plan.classifier),
-                    format_bytes(plan.scratch)));
+    say(fmt::format(
+        "compute: {} in {}, {} attention; {}; GPU memory planned {} (params {}, grads {}, AdamW "
+        "{}, "
+        "activations {}, classifier {}, scratch {})",
+        cuda::device_description(), config_.dtype,
+        !model_->flash_attention()                       ? "naive (cuBLAS)"
+        : model_->flash_kernel() == GpuFlashKernel::kMma ? "flash (mma)"
+                                                         : "flash (wmma)",
+        peak_.description, format_bytes(plan.total()), format_bytes(plan.params),
+        format_bytes(plan.grads), format_bytes(plan.optimizer), format_bytes(plan.activations),
+        format_bytes(plan.classifier), format_bytes(plan.scratch)));
     if (from == "resume") {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));
@@ -244,10 +245,9 @@ class GpuTrainingRun {
     model_->download_adam_state(m.data(), v.data());
     Timer t;
     try {
-      save_checkpoint(ckpt_dir_, config_.model, table, host_params_.data(),
-                      {{"m", m.data()}, {"v", v.data()}},
-                      {{"optimizer", "adamw"}, {"steps", std::to_string(adam_steps_)}},
-                      training_state());
+      save_checkpoint(
+          ckpt_dir_, config_.model, table, host_params_.data(), {{"m", m.data()}, {"v", v.data()}},
+          {{"optimizer", "adamw"}, {"steps", std::to_string(adam_steps_)}}, training_state());
     } catch (const Error& e) {
       fail("{}; training stopped at iteration {}: the last good checkpoint in {} is unchanged",
            e.what(), iter_num_, ckpt_dir_);
@@ -334,14 +334,12 @@ class GpuTrainingRun {
                             iter_num_ == config_.max_iters || config_.eval_only;
       if (eval_now) evaluate_and_maybe_save();
       if (config_.eval_only || iter_num_ >= config_.max_iters) break;
-      if (stop_.requested() ||
-          (config_.max_wall_minutes > 0 &&
-           wall_.seconds() + (step_ms_.empty() ? 0 : step_ms_.back() / 1e3) >=
-               config_.max_wall_minutes * 60.0)) {
-        const std::string why = stop_.requested()
-                                    ? StopRequest::signal_name(stop_.signal())
-                                    : fmt::format("max_wall_minutes = {:g}",
-                                                  config_.max_wall_minutes);
+      if (stop_.requested() || (config_.max_wall_minutes > 0 &&
+                                wall_.seconds() + (step_ms_.empty() ? 0 : step_ms_.back() / 1e3) >=
+                                    config_.max_wall_minutes * 60.0)) {
+        const std::string why =
+            stop_.requested() ? StopRequest::signal_name(stop_.signal())
+                              : fmt::format("max_wall_minutes = {:g}", config_.max_wall_minutes);
         if (iter_num_ > 0 && saved_at_ != iter_num_) save();
         result_.stopped_by = why;
         say(fmt::format("stopped by {} before iteration {} (of {}): {}; exit status {}", why,
@@ -374,9 +372,9 @@ class GpuTrainingRun {
             "warmup_iters, and resume from the last checkpoint with --init_from=resume",
             iter_num_, std::isfinite(loss) ? "gradient norm" : "loss", loss, norm, lr);
       const double max_norm = config_.optim.grad_clip;
-      const float clip =
-          max_norm > 0 && max_norm / (norm + 1e-6) < 1.0 ? static_cast<float>(max_norm / (norm + 1e-6))
-                                                         : 1.0f;
+      const float clip = max_norm > 0 && max_norm / (norm + 1e-6) < 1.0
+                             ? static_cast<float>(max_norm / (norm + 1e-6))
+                             : 1.0f;
       ++adam_steps_;
       model_->adamw_step(lr, config_.optim.beta1, config_.optim.beta2, 1e-8,
                          config_.optim.weight_decay, clip, adam_steps_);
@@ -397,10 +395,11 @@ class GpuTrainingRun {
       running_mfu = running_mfu < 0 ? mfu : 0.9 * running_mfu + 0.1 * mfu;
       const double tok_s = static_cast<double>(tokens_per_iter_) / (ms / 1e3);
       if (iter_num_ % config_.log_interval == 0) {
-        say(fmt::format("iter {}: loss {:.4f}, time {:.1f}ms, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
-                        "norm {:.3f}, GPU mem {}",
-                        iter_num_, loss, ms, running_mfu * 100, tok_s, lr, norm,
-                        format_bytes(static_cast<int64_t>(peak_device_bytes_))));
+        say(fmt::format(
+            "iter {}: loss {:.4f}, time {:.1f}ms, mfu {:.1f}%, {:.0f} tok/s, lr {:.3e}, "
+            "norm {:.3f}, GPU mem {}",
+            iter_num_, loss, ms, running_mfu * 100, tok_s, lr, norm,
+            format_bytes(static_cast<int64_t>(peak_device_bytes_))));
         nlohmann::ordered_json rec;
         rec["iter"] = iter_num_;
         rec["loss"] = loss;

@@ -18,7 +18,8 @@ GpuMemoryPlan plan_gpu_memory(const ModelConfig& config, DType dtype, int B, int
   p.params = 4 * P + (dtype == DType::kF32 ? 0 : 2 * P);
   p.grads = 4 * P;
   p.optimizer = 8 * P;
-  const bool flash = !naive_attention && gpu_flash_attention_supported(dtype, config.n_embd, config.n_head);
+  const bool flash =
+      !naive_attention && gpu_flash_attention_supported(dtype, config.n_embd, config.n_head);
   const int64_t att = flash ? int64_t{B} * NH * T * 4 : int64_t{B} * NH * T * T * e;
   // Per layer: ln1, qkv, atty, ln2 (C + 3C + C + C), fch and its activation (8C) in the act dtype,
   // att (NH T T per sequence; flash: NH T statistics), res2 and res3 in float32, 4 statistics.
@@ -32,6 +33,5 @@ GpuMemoryPlan plan_gpu_memory(const ModelConfig& config, DType dtype, int B, int
   p.flash_attention = flash;
   return p;
 }
-
 
 }  // namespace nanogpt

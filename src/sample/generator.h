@@ -27,8 +27,8 @@ class TokenStepper {
  public:
   virtual ~TokenStepper() = default;
   virtual const ModelConfig& config() const = 0;
-  virtual void clear() = 0;         // empties the cache
-  virtual int length() const = 0;   // tokens in the cache
+  virtual void clear() = 0;        // empties the cache
+  virtual int length() const = 0;  // tokens in the cache
   // Runs `token` at position pos (== length() < block_size) and writes the next token's logits
   // (padded_vocab_size() floats; the first vocab_size meaningful).
   virtual void step(int token, int pos, float* logits_out) = 0;

@@ -1,9 +1,9 @@
 // The CUDA ops of the architecture options beyond GPT-2 (arch.cu) against the scalar reference
 // (kernels/ref/arch.cpp), in float32 and bfloat16 storage: QK-norm forward / backward and rotary
 // embeddings forward / backward in place on qkv's Q and K (V left bit-identical), the logit
-// soft-cap, and the soft-capped cross-entropy (losses and dlogits over V of Vp columns, ignored rows,
-// forward only; V small and GPT-2's). bfloat16 tensors go through the ref as bfloat16 host arrays,
-// so both sides round the same inputs once. Skipped without a GPU.
+// soft-cap, and the soft-capped cross-entropy (losses and dlogits over V of Vp columns, ignored
+// rows, forward only; V small and GPT-2's). bfloat16 tensors go through the ref as bfloat16 host
+// arrays, so both sides round the same inputs once. Skipped without a GPU.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -211,10 +211,9 @@ void check_crossentropy_softcap(int64_t N, int V, int Vp, float cap, DType dtype
   DeviceTensor d_loss = DeviceTensor::nan(N, DType::kF32);
   DeviceTensor d_dlogits = DeviceTensor::nan(N * Vp, dtype);
   auto d_targets = testing_cuda::to_device(targets, "targets");
-  crossentropy_softcap_forward_backward(d_loss.ptr().f32(),
-                                        with_dlogits ? d_dlogits.ptr() : TypedPtr{},
-                                        d_logits.ptr().f32(), d_targets.data(), dloss, N, V, Vp,
-                                        cap);
+  crossentropy_softcap_forward_backward(
+      d_loss.ptr().f32(), with_dlogits ? d_dlogits.ptr() : TypedPtr{}, d_logits.ptr().f32(),
+      d_targets.data(), dloss, N, V, Vp, cap);
   const auto got_loss = d_loss.download();
   expect_close(got_loss, want_loss, 1e-5, 1e-5, "losses");
   for (int64_t n = 0; n < N; ++n) {

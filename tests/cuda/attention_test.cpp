@@ -1,8 +1,8 @@
-// cuda::attention_forward / attention_backward (the naive path on the tensor cores, att kept) against
-// the scalar reference (ref::attention_*): out, the probabilities att (zero above the diagonal) and
-// dqkv, without and with dropout (the same hash masks as the CPU), float32 with TF32 and exact
-// float32, and bfloat16 storage. Outputs are poisoned with NaN first; the reference's backward
-// accumulates, so it starts from zeros. Skipped without a GPU.
+// cuda::attention_forward / attention_backward (the naive path on the tensor cores, att kept)
+// against the scalar reference (ref::attention_*): out, the probabilities att (zero above the
+// diagonal) and dqkv, without and with dropout (the same hash masks as the CPU), float32 with TF32
+// and exact float32, and bfloat16 storage. Outputs are poisoned with NaN first; the reference's
+// backward accumulates, so it starts from zeros. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,7 +31,8 @@ using testing_cuda::rounded;
 void expect_rel(const std::vector<float>& got, const std::vector<float>& want, double tol,
                 const std::string& what, const std::vector<float>* base = nullptr) {
   const double err = relative_error(got, want, base);
-  if (std::getenv("NANOGPT_TEST_VERBOSE")) std::printf("    %-40s err %.3g (tol %.3g)\n", what.c_str(), err, tol);
+  if (std::getenv("NANOGPT_TEST_VERBOSE"))
+    std::printf("    %-40s err %.3g (tol %.3g)\n", what.c_str(), err, tol);
   EXPECT_LT(err, tol) << what;
 }
 
@@ -77,8 +78,8 @@ const AttnCase kCases[] = {
 
 void check_attention(const AttnCase& c, int B, int T, int C, int NH, float p) {
   SCOPED_TRACE(std::string(dtype_name(c.dtype)) + (c.tf32 ? " tf32" : "") + " B " +
-               std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C) +
-               " NH " + std::to_string(NH) + " dropout " + std::to_string(p));
+               std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C) + " NH " +
+               std::to_string(NH) + " dropout " + std::to_string(p));
   const uint64_t seed = 1234;
   const int64_t btc = static_cast<int64_t>(B) * T * C;
   const int64_t tt = static_cast<int64_t>(B) * NH * T * T;
@@ -90,8 +91,8 @@ void check_attention(const AttnCase& c, int B, int T, int C, int NH, float p) {
   std::vector<float> want_dqkv(3 * btc, 0.0f);  // the reference accumulates
   if (c.dtype == DType::kF32) {
     ref::attention_forward(want_out.data(), lse.data(), qkv.data(), B, T, C, NH, p, seed);
-    ref::attention_backward(want_dqkv.data(), dout.data(), want_out.data(), lse.data(),
-                            qkv.data(), B, T, C, NH, p, seed);
+    ref::attention_backward(want_dqkv.data(), dout.data(), want_out.data(), lse.data(), qkv.data(),
+                            B, T, C, NH, p, seed);
   } else {
     // 16-bit tensors: the reference of ops_lowp.h, whose dropout masks are drawn per group of
     // sequences (attention_batch_group), as the CPU's and the GPU's 16-bit attention draw them.

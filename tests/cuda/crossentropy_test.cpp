@@ -38,8 +38,8 @@ void check(int64_t N, int V, int Vp, DType dtype, bool with_dlogits) {
   const auto logits = random_normal(N * Vp, 21, 3.0f);
   const auto targets = random_targets(N, V, 22);
   std::vector<float> want_loss(N), want_d(N * Vp);
-  ref::crossentropy_forward_backward(want_loss.data(), want_d.data(), logits.data(),
-                                     targets.data(), dloss, N, V, Vp);
+  ref::crossentropy_forward_backward(want_loss.data(), want_d.data(), logits.data(), targets.data(),
+                                     dloss, N, V, Vp);
 
   DeviceTensor d_logits(logits, DType::kF32);
   DeviceTensor d_loss = DeviceTensor::nan(N, DType::kF32);

@@ -1,7 +1,7 @@
 // Shared helpers for the CUDA tests (tests/cuda/), namespace nanogpt::cuda::testing_cuda: skipping
 // without a device (SKIP_WITHOUT_CUDA_DEVICE(), or the CudaTest fixture, which also holds one
-// CudaContext per test suite), device tensors of a dtype filled from float vectors (DeviceTensor) or
-// typed RAII buffers (device_memory.h's DeviceBuffer), seeded random host data, bfloat16 host
+// CudaContext per test suite), device tensors of a dtype filled from float vectors (DeviceTensor)
+// or typed RAII buffers (device_memory.h's DeviceBuffer), seeded random host data, bfloat16 host
 // conversions (core/float16.h) and tolerance comparisons.
 // Compiled by the host compiler: no CUDA header here.
 #pragma once
@@ -23,11 +23,11 @@
 #include "kernels/dtype.h"
 
 // In a test body (or SetUp): skips the test when no CUDA device is usable, saying why.
-#define SKIP_WITHOUT_CUDA_DEVICE()                                   \
-  do {                                                               \
-    std::string nanogpt_why_;                                        \
-    if (!::nanogpt::cuda::device_available(&nanogpt_why_))           \
-      GTEST_SKIP() << "no CUDA device: " << nanogpt_why_;            \
+#define SKIP_WITHOUT_CUDA_DEVICE()                         \
+  do {                                                     \
+    std::string nanogpt_why_;                              \
+    if (!::nanogpt::cuda::device_available(&nanogpt_why_)) \
+      GTEST_SKIP() << "no CUDA device: " << nanogpt_why_;  \
   } while (0)
 
 namespace nanogpt::cuda::testing_cuda {
@@ -127,7 +127,9 @@ inline DeviceBuffer<uint16_t> poisoned_bf16(size_t n) {
 class DeviceTensor {
  public:
   DeviceTensor(const std::vector<float>& v, DType dtype, int64_t offset = 0)
-      : n_(static_cast<int64_t>(v.size())), offset_(offset), dtype_(dtype),
+      : n_(static_cast<int64_t>(v.size())),
+        offset_(offset),
+        dtype_(dtype),
         buf_(static_cast<size_t>(n_ + offset) * dtype_size(dtype) + 1, "a test tensor") {
     upload(v);
   }

@@ -4,9 +4,8 @@
 // dropout, sequence lengths on and off the tiles, a bit-identical second backward), against the
 // wmma kernels of flash_attention.cu on the GPT-2 shape, and a timing report of both (printed, not
 // asserted). Everything skips without a GPU.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -34,9 +33,9 @@ using testing_cuda::relative_error;
 using testing_cuda::rounded;
 using testing_cuda::to_bf16;
 
-constexpr double kTol = 2e-2;       // relative error of out and dqkv against the reference
-constexpr double kLseTol = 1e-2;    // absolute error of lse
-constexpr double kWmmaTol = 1e-2;   // relative difference from the wmma kernels
+constexpr double kTol = 2e-2;      // relative error of out and dqkv against the reference
+constexpr double kLseTol = 1e-2;   // absolute error of lse
+constexpr double kWmmaTol = 1e-2;  // relative difference from the wmma kernels
 
 void expect_below(double err, double tol, const std::string& what) {
   if (std::getenv("NANOGPT_TEST_VERBOSE")) {
@@ -76,9 +75,9 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 class CudaFlashAttentionMma : public CudaTest {
  protected:
   void check(int B, int T, int C, int NH, float p, float stddev = 1.0f) {
-    SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " +
-                 std::to_string(C) + " NH " + std::to_string(NH) + " dropout " +
-                 std::to_string(p) + " stddev " + std::to_string(stddev));
+    SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C) +
+                 " NH " + std::to_string(NH) + " dropout " + std::to_string(p) + " stddev " +
+                 std::to_string(stddev));
     ASSERT_TRUE(flash_attention_supported(DType::kBF16, C, NH));
     const uint64_t seed = 1234;
     const int64_t btc = static_cast<int64_t>(B) * T * C;
@@ -113,9 +112,9 @@ class CudaFlashAttentionMma : public CudaTest {
     const double scale = testing_cuda::max_abs(want_dqkv);
     const int64_t BT = static_cast<int64_t>(B) * T;
     for (int part = 0; part < 3; ++part) {
-      expect_below(part_error(qkv_part(got_dqkv, BT, C, part), qkv_part(want_dqkv, BT, C, part),
-                              scale),
-                   kTol, std::string("d") + "qkv"[part]);
+      expect_below(
+          part_error(qkv_part(got_dqkv, BT, C, part), qkv_part(want_dqkv, BT, C, part), scale),
+          kTol, std::string("d") + "qkv"[part]);
     }
 
     // Deterministic: a second forward and backward give the same bits.
@@ -242,8 +241,8 @@ TEST_F(CudaFlashAttentionMma, TimingReport) {
       flash_attention_forward(ctx(), out.ptr(), lse.data(), d_qkv.ptr(), B, T, C, NH, p, 1);
     });
     const double bw = median_ms([&] {
-      flash_attention_backward(ctx(), dqkv.ptr(), d_dout.ptr(), out.ptr(), lse.data(),
-                               d_qkv.ptr(), B, T, C, NH, p, 1);
+      flash_attention_backward(ctx(), dqkv.ptr(), d_dout.ptr(), out.ptr(), lse.data(), d_qkv.ptr(),
+                               B, T, C, NH, p, 1);
     });
     const double fm = median_ms([&] {
       flash_attention_forward_mma(ctx(), out.ptr(), lse.data(), d_qkv.ptr(), B, T, C, NH, p, 1);

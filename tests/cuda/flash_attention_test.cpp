@@ -69,9 +69,9 @@ class CudaFlashAttention : public CudaTest {
   // qkv ~ N(0, stddev^2) (a larger stddev makes the running max of the forward's rows grow by
   // more than its rescale threshold, exercising the rescale path).
   void check(int B, int T, int C, int NH, float p, float stddev = 1.0f) {
-    SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " +
-                 std::to_string(C) + " NH " + std::to_string(NH) + " dropout " +
-                 std::to_string(p) + " stddev " + std::to_string(stddev));
+    SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C) +
+                 " NH " + std::to_string(NH) + " dropout " + std::to_string(p) + " stddev " +
+                 std::to_string(stddev));
     ASSERT_TRUE(flash_attention_supported(DType::kBF16, C, NH));
     const uint64_t seed = 1234;
     const int64_t btc = static_cast<int64_t>(B) * T * C;
@@ -113,9 +113,9 @@ class CudaFlashAttention : public CudaTest {
     const double scale = testing_cuda::max_abs(want_dqkv);
     const int64_t BT = static_cast<int64_t>(B) * T;
     for (int part = 0; part < 3; ++part) {
-      expect_below(part_error(qkv_part(got_dqkv, BT, C, part), qkv_part(want_dqkv, BT, C, part),
-                              scale),
-                   kTol, std::string("d") + "qkv"[part]);
+      expect_below(
+          part_error(qkv_part(got_dqkv, BT, C, part), qkv_part(want_dqkv, BT, C, part), scale),
+          kTol, std::string("d") + "qkv"[part]);
     }
 
     // Deterministic: a second backward gives the same bits.
@@ -135,9 +135,9 @@ TEST(CudaFlashAttentionSupport, BF16HeadSize64Only) {
   EXPECT_TRUE(flash_attention_supported(DType::kBF16, 64, 1));
   EXPECT_FALSE(flash_attention_supported(DType::kF32, 768, 12));
   EXPECT_FALSE(flash_attention_supported(DType::kF16, 768, 12));
-  EXPECT_FALSE(flash_attention_supported(DType::kBF16, 768, 6));    // head size 128
-  EXPECT_FALSE(flash_attention_supported(DType::kBF16, 96, 3));     // head size 32
-  EXPECT_FALSE(flash_attention_supported(DType::kBF16, 100, 3));    // C not a multiple of NH
+  EXPECT_FALSE(flash_attention_supported(DType::kBF16, 768, 6));  // head size 128
+  EXPECT_FALSE(flash_attention_supported(DType::kBF16, 96, 3));   // head size 32
+  EXPECT_FALSE(flash_attention_supported(DType::kBF16, 100, 3));  // C not a multiple of NH
   EXPECT_FALSE(flash_attention_supported(DType::kBF16, 0, 0));
 }
 

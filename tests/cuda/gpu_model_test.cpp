@@ -2,6 +2,8 @@
 // and dropout seed: loss, every parameter's gradient, and an AdamW step, in float32 (no TF32: the
 // same arithmetic up to summation order) and bfloat16; and what runs without a GPU: the memory
 // plan, the peak table and the trainer's refusals.
+#include "gpu/gpu_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "cuda_test_util.h"
-#include "gpu/gpu_model.h"
 #include "gpu/gpu_peak.h"
 #include "gpu/gpu_trainer.h"
 #include "kernels/context.h"
@@ -197,13 +198,13 @@ TEST_P(GpuDecodeTest, ForwardOneMatchesTheCpuModel) {
   EXPECT_EQ(gpu.cache_length(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, GpuDecodeTest,
-    ::testing::Values(Case{"f32", DType::kF32, 0.0, "layernorm", "gelu", true},
-                      Case{"bf16", DType::kBF16, 0.0, "layernorm", "gelu", true, 128},
-                      Case{"f32_rotary_qknorm_softcap_untied", DType::kF32, 0.0, "rmsnorm",
-                           "relu2", false, 64, false, true}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuDecodeTest,
+                         ::testing::Values(Case{"f32", DType::kF32, 0.0, "layernorm", "gelu", true},
+                                           Case{"bf16", DType::kBF16, 0.0, "layernorm", "gelu",
+                                                true, 128},
+                                           Case{"f32_rotary_qknorm_softcap_untied", DType::kF32,
+                                                0.0, "rmsnorm", "relu2", false, 64, false, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(GpuModelHost, DatasheetPeaksByName) {
   EXPECT_DOUBLE_EQ(datasheet_peak_flops("NVIDIA H200", DType::kBF16), 989.4e12);

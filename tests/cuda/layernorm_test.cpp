@@ -56,7 +56,8 @@ TEST_P(CudaLayerNorm, ForwardMatchesReference) {
 
   DeviceTensor d_x(x, DType::kF32), d_w(w, DType::kF32), d_b(b, DType::kF32);
   DeviceTensor d_out = DeviceTensor::nan(N * C, dtype);
-  DeviceTensor d_mean = DeviceTensor::nan(N, DType::kF32), d_rstd = DeviceTensor::nan(N, DType::kF32);
+  DeviceTensor d_mean = DeviceTensor::nan(N, DType::kF32),
+               d_rstd = DeviceTensor::nan(N, DType::kF32);
   const float* d_bias = with_bias ? d_b.ptr().f32() : nullptr;
   layernorm_forward(d_out.ptr(), d_mean.ptr().f32(), d_rstd.ptr().f32(), d_x.ptr().f32(),
                     d_w.ptr().f32(), d_bias, N, C, norm);
@@ -74,9 +75,11 @@ TEST_P(CudaLayerNorm, ForwardMatchesReference) {
   for (int64_t i = 0; i < N * C; ++i) res[i] = a[i] + bb[i];
   ref::layernorm_forward(want.data(), want_mean.data(), want_rstd.data(), res.data(), w.data(),
                          bias, N, C, norm);
-  DeviceTensor d_a(a, DType::kF32), d_bb(bb, DType::kF32), d_res = DeviceTensor::nan(N * C, DType::kF32);
+  DeviceTensor d_a(a, DType::kF32), d_bb(bb, DType::kF32),
+      d_res = DeviceTensor::nan(N * C, DType::kF32);
   DeviceTensor d_out2 = DeviceTensor::nan(N * C, dtype);
-  DeviceTensor d_mean2 = DeviceTensor::nan(N, DType::kF32), d_rstd2 = DeviceTensor::nan(N, DType::kF32);
+  DeviceTensor d_mean2 = DeviceTensor::nan(N, DType::kF32),
+               d_rstd2 = DeviceTensor::nan(N, DType::kF32);
   residual_layernorm_forward(d_res.ptr().f32(), d_out2.ptr(), d_mean2.ptr().f32(),
                              d_rstd2.ptr().f32(), d_a.ptr().f32(), d_bb.ptr().f32(),
                              d_w.ptr().f32(), d_bias, N, C, norm);
@@ -97,7 +100,8 @@ TEST_P(CudaLayerNorm, BackwardMatchesReference) {
   ref::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C,
                          norm);
   const auto dout = rounded(random_normal(N * C, 14), dtype);
-  const auto dinp0 = random_normal(N * C, 15), dw0 = random_normal(C, 16), db0 = random_normal(C, 17);
+  const auto dinp0 = random_normal(N * C, 15), dw0 = random_normal(C, 16),
+             db0 = random_normal(C, 17);
   auto want_dinp = dinp0, want_dw = dw0, want_db = db0;
   ref::layernorm_backward(want_dinp.data(), want_dw.data(), with_bias ? want_db.data() : nullptr,
                           dout.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, norm);

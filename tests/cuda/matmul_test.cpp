@@ -29,7 +29,8 @@ using testing_cuda::rounded;
 void expect_rel(const std::vector<float>& got, const std::vector<float>& want, double tol,
                 const std::string& what, const std::vector<float>* base = nullptr) {
   const double err = relative_error(got, want, base);
-  if (std::getenv("NANOGPT_TEST_VERBOSE")) std::printf("    %-40s err %.3g (tol %.3g)\n", what.c_str(), err, tol);
+  if (std::getenv("NANOGPT_TEST_VERBOSE"))
+    std::printf("    %-40s err %.3g (tol %.3g)\n", what.c_str(), err, tol);
   EXPECT_LT(err, tol) << what;
 }
 
@@ -117,7 +118,8 @@ TEST(CudaMatmul, ForwardAccumulate) {
 void check_backward(const MatmulCase& c, int64_t N, int C, int OC, bool with_dinp,
                     bool with_dbias) {
   SCOPED_TRACE(case_name(c) + " N " + std::to_string(N) + " C " + std::to_string(C) + " OC " +
-               std::to_string(OC) + (with_dinp ? "" : " no dinp") + (with_dbias ? "" : " no dbias"));
+               std::to_string(OC) + (with_dinp ? "" : " no dinp") +
+               (with_dbias ? "" : " no dbias"));
   CudaContext ctx(c.tf32);
   const auto dout = rounded(random_vector(N * OC, 21, 1.0f), c.dtype);
   const auto inp = rounded(random_vector(N * C, 22, 1.0f), c.dtype);
@@ -132,7 +134,7 @@ void check_backward(const MatmulCase& c, int64_t N, int C, int OC, bool with_din
                        weight.data(), N, C, OC);
 
   DeviceTensor d_dout(dout, c.dtype), d_inp(inp, c.dtype), d_weight(weight, c.dtype);
-  DeviceTensor d_dinp = DeviceTensor::nan(N * C, c.dtype);  // overwritten
+  DeviceTensor d_dinp = DeviceTensor::nan(N * C, c.dtype);                      // overwritten
   DeviceTensor d_dweight(dweight0, DType::kF32), d_dbias(dbias0, DType::kF32);  // accumulated
   matmul_backward(ctx, with_dinp ? d_dinp.ptr() : TypedPtr{}, d_dweight.ptr().f32(),
                   with_dbias ? d_dbias.ptr().f32() : nullptr, d_dout.ptr(), d_inp.ptr(),
@@ -164,8 +166,8 @@ TEST(CudaMatmul, Backward) {
 TEST(CudaMatmul, RefusesMixedDtypes) {
   SKIP_WITHOUT_CUDA_DEVICE();
   CudaContext ctx;
-  DeviceTensor a(random_vector(16, 1, 1.0f), DType::kF32), b(random_vector(16, 2, 1.0f),
-                                                             DType::kBF16);
+  DeviceTensor a(random_vector(16, 1, 1.0f), DType::kF32),
+      b(random_vector(16, 2, 1.0f), DType::kBF16);
   DeviceTensor out = DeviceTensor::nan(16, DType::kBF16);
   // float32 inputs, bfloat16 weight.
   EXPECT_THROW(matmul_forward(ctx, out.ptr(), a.ptr(), b.ptr(), {}, 4, 4, 4), Error);

@@ -50,8 +50,9 @@ TEST_F(DeviceCli, AnUnknownDeviceIsRefusedByName) {
 
 TEST_F(DeviceCli, EstimateGivesTheGpuMemoryOnAnyMachine) {
   const std::string config = std::string(NANOGPT_SOURCE_DIR) + "/config/train_gpt2.py";
-  RunResult r = run_nanogpt(dir_, "estimate " + config +
-                                      " --device=cuda --batch_size=16 --gradient_accumulation_steps=1");
+  RunResult r =
+      run_nanogpt(dir_, "estimate " + config +
+                            " --device=cuda --batch_size=16 --gradient_accumulation_steps=1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("GPU (--device=cuda), bfloat16, micro-batch 16 x 1024, flash attention"),
             std::string::npos)
@@ -61,8 +62,8 @@ TEST_F(DeviceCli, EstimateGivesTheGpuMemoryOnAnyMachine) {
   gpt2.validate();
   const std::string adam = format_bytes(8 * ParamTable(gpt2).total_numel());  // m and v, float32
   EXPECT_NE(r.output.find("AdamW m, v       " + adam), std::string::npos) << r.output;
-  RunResult naive = run_nanogpt(dir_, "estimate " + config +
-                                          " --device=cuda --batch_size=16 --attention=naive");
+  RunResult naive =
+      run_nanogpt(dir_, "estimate " + config + " --device=cuda --batch_size=16 --attention=naive");
   ASSERT_EQ(naive.exit_code, 0) << naive.output;
   EXPECT_NE(naive.output.find("naive (T x T probabilities)"), std::string::npos) << naive.output;
 }

@@ -1,9 +1,10 @@
 // The GPU model's memory plan (model/gpu_memory_plan.h): its parts add up, activations grow with
 // the batch and weights do not, flash attention drops the T x T probabilities, and GPT-2 124M at
 // B 16, T 1024 in bfloat16 lands where the H200 measured it (17.9 GiB in use, 2026-11-27).
+#include "model/gpu_memory_plan.h"
+
 #include <gtest/gtest.h>
 
-#include "model/gpu_memory_plan.h"
 #include "model/params.h"
 
 namespace nanogpt {

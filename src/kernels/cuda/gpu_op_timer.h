@@ -1,7 +1,7 @@
 // GpuOpTimer: where a GPU training step's time goes (`train --device=cuda --profile=True`): each op
-// call is bracketed by two CUDA events on the stream, so the GPU time of every op is measured without
-// stopping the queue; flush() waits for the step and adds each op's time, FLOPs and bytes to an
-// OpProfile by class (kernels/op_profile.h). No CUDA header here.
+// call is bracketed by two CUDA events on the stream, so the GPU time of every op is measured
+// without stopping the queue; flush() waits for the step and adds each op's time, FLOPs and bytes
+// to an OpProfile by class (kernels/op_profile.h). No CUDA header here.
 #pragma once
 
 #include <vector>

@@ -89,8 +89,8 @@ void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t 
 void softcap_forward(float* z, int64_t n, float cap);
 // crossentropy_forward_backward of the soft-capped logits (raw logits in, float32): losses of the
 // capped logits; dlogits (N, Vp; float32 or bfloat16; overwrite; not aliasing logits; nullable) the
-// gradient with respect to the RAW logits, dloss * (softmax - onehot) * (1 - (capped / cap)^2), 0 in
-// the padding columns and ignored rows.
+// gradient with respect to the RAW logits, dloss * (softmax - onehot) * (1 - (capped / cap)^2), 0
+// in the padding columns and ignored rows.
 void crossentropy_softcap_forward_backward(float* losses, TypedPtr dlogits, const float* logits,
                                            const int* targets, float dloss, int64_t N, int V,
                                            int Vp, float cap);
@@ -154,12 +154,13 @@ bool flash_attention_supported(DType dtype, int C, int NH);
 void flash_attention_forward(CudaContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
                              int T, int C, int NH, float dropout_p, uint64_t seed);
 void flash_attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout,
-                              ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B,
-                              int T, int C, int NH, float dropout_p, uint64_t seed);
+                              ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B, int T,
+                              int C, int NH, float dropout_p, uint64_t seed);
 // The same op on mma.sync fragments (flash_attention_mma.cu: register-level tensor-core code,
-// ldmatrix, cp.async double buffering); not yet the default: see GpuGpt. Same arguments, results
-// and determinism as flash_attention_forward / flash_attention_backward, under the same
-// flash_attention_supported rule; out and dqkv must be 16-byte aligned too.
+// ldmatrix, cp.async double buffering): the GPU model's default (gpu/gpu_model.h
+// GpuFlashKernel). Same arguments, results and determinism as flash_attention_forward /
+// flash_attention_backward, under the same flash_attention_supported rule; out and dqkv must be
+// 16-byte aligned too.
 void flash_attention_forward_mma(CudaContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv,
                                  int B, int T, int C, int NH, float dropout_p, uint64_t seed);
 void flash_attention_backward_mma(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout,
