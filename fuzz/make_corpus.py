@@ -261,9 +261,115 @@ def gpt2():
     put("gpt2_encode", "long_word", "x" * 300 + " " + "ab" * 100)
 
 
+def torch_checkpoint():
+    # torch.save's zip archives, pickled by CPython's own Pickler with stand-in torch modules that
+    # reproduce torch.save's persistent ids and Tensor.__reduce_ex__ (torch itself is not needed).
+    import io
+    import pickle
+    import sys
+    import types
+    import zipfile
+    from collections import OrderedDict
+
+    saved = {k: sys.modules.get(k) for k in ("torch", "torch._utils")}
+    torch, utils = types.ModuleType("torch"), types.ModuleType("torch._utils")
+    sys.modules["torch"], sys.modules["torch._utils"] = torch, utils
+
+    def _rebuild_tensor_v2(*args):
+        pass
+
+    _rebuild_tensor_v2.__module__ = "torch._utils"
+    _rebuild_tensor_v2.__qualname__ = "_rebuild_tensor_v2"
+    utils._rebuild_tensor_v2 = _rebuild_tensor_v2
+    sizes = {}
+    for name, size in (("FloatStorage", 4), ("BFloat16Storage", 2), ("HalfStorage", 2),
+                       ("LongStorage", 8)):
+        cls = type(name, (), {"__module__": "torch"})
+        setattr(torch, name, cls)
+        sizes[cls] = size
+
+    class Storage:
+        def __init__(self, key, cls, data):
+            self.key, self.cls, self.data = key, cls, data
+
+    class Tensor:
+        def __init__(self, storage, offset, shape, stride):
+            self.args = (storage, offset, tuple(shape), tuple(stride), False, OrderedDict())
+
+        def __reduce_ex__(self, proto):
+            return (_rebuild_tensor_v2, self.args)
+
+    def save(obj, storages, protocol=2, top="archive", compress=False):
+        pkl = io.BytesIO()
+
+        class Pickler(pickle.Pickler):
+            def persistent_id(self, o):
+                if isinstance(o, Storage):
+                    return ("storage", o.cls, o.key, "cpu", len(o.data) // sizes[o.cls])
+                return None
+
+        Pickler(pkl, protocol=protocol).dump(obj)
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+            z.writestr(top + "/data.pkl", pkl.getvalue(),
+                       zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED)
+            z.writestr(top + "/byteorder", "little")
+            for st in storages:
+                z.writestr(top + "/data/" + st.key, st.data)
+            z.writestr(top + "/version", "3\n")
+        return out.getvalue()
+
+    try:
+        f32 = lambda *v: struct.pack("<%df" % len(v), *v)
+        s0 = Storage("0", torch.FloatStorage, f32(1.5, -2, 3.25, 4, -5.5, 6))
+        s1 = Storage("1", torch.BFloat16Storage, struct.pack("<4H", 0x3F80, 0x3F00, 0xBE80, 0x4040))
+        s2 = Storage("2", torch.FloatStorage, f32(42))
+        s3 = Storage("3", torch.HalfStorage, struct.pack("<2H", 0x3C00, 0xC000))
+        s4 = Storage("4", torch.LongStorage, struct.pack("<2q", 7, -3))
+        model = OrderedDict()
+        model["_orig_mod.transformer.wte.weight"] = Tensor(s0, 0, (3, 2), (2, 1))
+        model["_orig_mod.transformer.h.0.ln_1.weight"] = Tensor(s1, 0, (4,), (1,))
+        model["_orig_mod.lm_head.weight"] = Tensor(s0, 0, (3, 2), (2, 1))
+        model["transposed"] = Tensor(s0, 0, (2, 3), (1, 2))
+        model._metadata = OrderedDict([("", {"version": 1}), ("transformer", {"version": 1})])
+        ckpt = {
+            "model": model,
+            "optimizer": {
+                "state": {0: {"step": Tensor(s2, 0, (), ()), "exp_avg": Tensor(s0, 2, (2, 2), (2, 1))}},
+                "param_groups": [{"lr": 6e-4, "betas": (0.9, 0.95), "eps": 1e-8,
+                                  "weight_decay": 0.1, "amsgrad": False, "foreach": None,
+                                  "params": [0, 1]}]},
+            "model_args": {"n_layer": 1, "n_head": 1, "n_embd": 2, "block_size": 4, "bias": False,
+                           "vocab_size": 3, "dropout": 0.0},
+            "iter_num": 5000,
+            "best_val_loss": Tensor(s2, 0, (), ()),
+            "config": {"out_dir": "out", "compile": True, "big": 1 << 40, "neg": -5, "none": None},
+            "extra": [Tensor(s3, 0, (2,), (1,)), Tensor(s4, 0, (2,), (1,))],
+        }
+        storages = [s0, s1, s2, s3, s4]
+        put("torch_checkpoint", "nanogpt_like", save(ckpt, storages))
+        put("torch_checkpoint", "protocol4", save(ckpt, storages, protocol=4, top="ckpt"))
+        put("torch_checkpoint", "compressed_pkl", save(ckpt, storages, compress=True))
+        put("torch_checkpoint", "view_past_storage",
+            save({"w": Tensor(s0, 5, (2,), (1,))}, [s0]))
+        put("torch_checkpoint", "huge_shape", save({"w": Tensor(s0, 0, (10**6, 10**6), (10**6, 1))}, [s0]))
+        put("torch_checkpoint", "truncated", save(ckpt, storages)[:700])
+        put("torch_checkpoint", "legacy", b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.\x80\x02}q\x00.")
+        evil = io.BytesIO()
+        with zipfile.ZipFile(evil, "w", zipfile.ZIP_STORED) as z:
+            z.writestr("archive/data.pkl", b"cposix\nsystem\n(X\x04\x00\x00\x00trueb.")
+        put("torch_checkpoint", "posix_system", evil.getvalue())
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
 if __name__ == "__main__":
     if os.path.isdir(ROOT):
         shutil.rmtree(ROOT)
     for make in (config, token_file, safetensors, llmc_model, hf_config, meta_json,
-                 checkpoint_state, checkpoint_manifest, gpt2):
+                 checkpoint_state, checkpoint_manifest, gpt2, torch_checkpoint):
         make()
