@@ -107,7 +107,10 @@ inline RunResult run_and_signal(const std::string& cwd, const std::string& comma
   const std::string script = cwd + "/signal_run.sh";
   std::ofstream(script) << command << " > signal_run.log 2>&1 &\n"
                         << "pid=$!\n"
-                        << "for i in $(seq 1 3000); do\n"
+                        // Up to 3 minutes: a loaded machine (the whole suite at -j 2 in a
+                        // fresh root) may take more than 30 s to reach the step.
+                        << "deadline=$((SECONDS + 180))\n"
+                        << "while [ $SECONDS -lt $deadline ]; do\n"
                         << "  grep -q '\"iter\":" << after << ",\"loss\"' '" << metrics
                         << "' 2>/dev/null && break\n"
                         << "  kill -0 $pid 2>/dev/null || break\n"
