@@ -1,5 +1,5 @@
-// `nanogpt export`: write a checkpoint's (or weights file's) model as an llm.c model file or a
-// Hugging Face model.safetensors + config.json.
+// `nanogpt export`: write a checkpoint's (or weights file's) model as an llm.c model file, a
+// Hugging Face model.safetensors + config.json, or nanoGPT's ckpt.pt (with the optimizer state).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include "model/architecture.h"
 #include "model/params.h"
 #include "train/model_source.h"
+#include "train/nanogpt_run.h"
 
 namespace nanogpt::cli {
 namespace {
@@ -27,16 +28,19 @@ struct ExportConfig {
   void visit(V&& v) {
     v("out_dir", out_dir, "run directory whose checkpoint (out_dir/ckpt) is exported");
     v("init_from", init_from, "'resume' (out_dir's checkpoint) or a weights file to convert");
-    v("format", format, "'llmc' (llm.c model .bin, fp32) or 'hf' (model.safetensors)");
+    v("format", format,
+      "'llmc' (llm.c model .bin, fp32), 'hf' (model.safetensors) or 'nanogpt' (nanoGPT's "
+      "ckpt.pt: model, AdamW state, iter_num; loadable by its train.py and sample.py)");
     v("output", output,
-      "file to write; default out_dir/model.bin (llmc) or out_dir/model.safetensors");
+      "file to write; default out_dir/model.bin (llmc), out_dir/model.safetensors (hf) or "
+      "out_dir/ckpt.pt (nanogpt)");
   }
 };
 
 }  // namespace
 
 std::string export_help() {
-  return "usage: nanogpt export [--out_dir=DIR] [--format=llmc|hf] [--output=FILE]\n"
+  return "usage: nanogpt export [--out_dir=DIR] [--format=llmc|hf|nanogpt] [--output=FILE]\n"
          "Writes the model of a checkpoint (or converts a weights file). Keys:\n" +
          format_keys_help(describe_keys<ExportConfig>());
 }
@@ -44,8 +48,15 @@ std::string export_help() {
 int export_command(const Args& args) {
   ExportConfig config;
   apply_assignments(config, parse_command_line(args));
-  CHECK(config.format == "llmc" || config.format == "hf", "format = '{}': expected 'llmc' or 'hf'",
-        config.format);
+  CHECK(config.format == "llmc" || config.format == "hf" || config.format == "nanogpt",
+        "format = '{}': expected 'llmc', 'hf' or 'nanogpt'", config.format);
+  if (config.format == "nanogpt") {
+    const std::string output = config.output.empty()
+                                   ? (std::filesystem::path(config.out_dir) / "ckpt.pt").string()
+                                   : config.output;
+    fmt::print("{}\n", export_nanogpt_checkpoint(config.init_from, config.out_dir, output));
+    return 0;
+  }
   ModelSource src = load_model_source(config.init_from, config.out_dir);
   ParamTable table(src.config);
   std::string output = config.output;

@@ -31,6 +31,8 @@ std::unique_ptr<Tokenizer> tokenizer_for(const SampleConfig& config, const Model
   if (data_dir.empty() && src.state.is_object() && src.state.contains("data_dir")) {
     data_dir = src.state["data_dir"].get<std::string>();
   }
+  // nanoGPT's ckpt.pt names its dataset; sample.py looks in data/<dataset> too.
+  if (data_dir.empty() && !src.dataset.empty()) data_dir = "data/" + src.dataset;
   if (!data_dir.empty() && std::filesystem::exists(std::filesystem::path(data_dir) / "meta.json")) {
     return load_tokenizer(data_dir);
   }

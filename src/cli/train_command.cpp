@@ -1,9 +1,13 @@
 // `nanogpt train`: parse the TrainConfig from config files and overrides, print it, run training.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "cli/commands.h"
 #include "core/config.h"
 #include "distributed/communicator.h"
+#include "io/nanogpt_checkpoint.h"
+#include "train/nanogpt_run.h"
 #include "train/stop_request.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
@@ -24,6 +28,15 @@ int train_command(const Args& args) {
   TrainConfig config;
   std::vector<ConfigAssignment> assignments = parse_command_line(args);
   apply_assignments(config, assignments);
+  // Continuing nanoGPT's run: the train.py keys we share come from its saved config unless given.
+  std::vector<ConfigAssignment> taken;
+  if (config.init_from != "resume" && config.init_from != "scratch" &&
+      is_torch_checkpoint_file(config.init_from)) {
+    std::set<std::string> given;
+    for (const auto& a : assignments) given.insert(a.key);
+    taken = nanogpt_config_assignments(config.init_from, given);
+    apply_assignments(config, taken);
+  }
   config.validate();  // before printing: a bad key's message should come first
   const std::string auto_note = config.resolve_auto_dtype();  // saved resolved in the checkpoint
   // Under mpirun: one rank of a data-parallel job (a plain run is a world of one, without MPI).
@@ -31,6 +44,15 @@ int train_command(const Args& args) {
   try {
     if (comm->rank() == 0) {
       if (!auto_note.empty()) fmt::print("{}\n", auto_note);
+      if (!taken.empty()) {
+        std::string keys;
+        for (const auto& a : taken) {
+          keys +=
+              fmt::format("{}{} = {}", keys.empty() ? "" : ", ", a.key, config_value_repr(a.value));
+        }
+        fmt::print("from {}'s saved config (give a key to override it): {}\n", config.init_from,
+                   keys);
+      }
       fmt::print("effective config:\n{}\n", format_config(config));
       std::fflush(stdout);
     }

@@ -7,6 +7,7 @@
 #include "io/checkpoint.h"
 #include "io/hf_gpt2.h"
 #include "io/llmc_model.h"
+#include "io/nanogpt_checkpoint.h"
 #include "model/params.h"
 #include "train/trainer.h"
 
@@ -26,8 +27,18 @@ ModelSource load_model_source(const std::string& init_from, const std::string& o
   }
   CHECK(std::filesystem::exists(init_from),
         "init_from = '{}': expected 'resume' (or 'scratch' when training) or a path to an "
-        "existing HF model.safetensors or llm.c model .bin file",
+        "existing HF model.safetensors, llm.c model .bin or nanoGPT ckpt.pt file",
         init_from);
+  if (is_torch_checkpoint_file(init_from)) {
+    NanoGptCheckpoint ck = read_nanogpt_checkpoint(init_from, /*with_optimizer=*/false);
+    src.config = ck.model;
+    src.params = std::move(ck.params);
+    src.origin = init_from;
+    if (ck.config.contains("dataset") && ck.config["dataset"].is_string()) {
+      src.dataset = ck.config["dataset"].get<std::string>();
+    }
+    return src;
+  }
   bool hf = init_from.size() >= 12 && init_from.substr(init_from.size() - 12) == ".safetensors";
   LoadedModel loaded = hf ? load_hf_gpt2(init_from) : load_llmc_model(init_from);
   src.config = loaded.config;

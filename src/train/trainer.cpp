@@ -30,6 +30,7 @@
 #include "distributed/single_process_communicator.h"
 #include "distributed/zero1.h"
 #include "io/checkpoint.h"
+#include "io/nanogpt_checkpoint.h"
 #include "kernels/context.h"
 #include "kernels/dtype.h"
 #include "model/gpt.h"
@@ -39,6 +40,7 @@
 #include "train/full_eval.h"
 #include "train/metrics.h"
 #include "train/model_source.h"
+#include "train/nanogpt_run.h"
 #include "train/optimizer_step.h"
 #include "train/run_inputs.h"
 #include "train/stop_request.h"
@@ -164,11 +166,21 @@ class TrainingRun {
     // The model's shape: from the checkpoint / weights file when starting from one.
     const std::string& from = config_.init_from;
     Buffer<float> loaded_params;
+    std::unique_ptr<NanoGptCheckpoint> nanogpt_ckpt;
     if (from == "resume") {
       ModelConfig saved = read_checkpoint_config(ckpt_dir_);
       saved.dropout = config_.model.dropout;  // like nanoGPT, dropout may change on resume
       check_resume_shape(saved);
       config_.model = saved;
+    } else if (is_torch_checkpoint_file(from)) {
+      // nanoGPT's ckpt.pt: weights, model_args, AdamW's state, iter_num (taken after the
+      // optimizer exists); dropout stays as configured.
+      nanogpt_ckpt = std::make_unique<NanoGptCheckpoint>(
+          read_nanogpt_checkpoint(from, /*with_optimizer=*/true));
+      const double dropout = config_.model.dropout;
+      config_.model = nanogpt_ckpt->model;
+      config_.model.dropout = dropout;
+      loaded_params = std::move(nanogpt_ckpt->params);
     } else if (from != "scratch") {
       // Weights file: the shape (and GELU form) come from it; dropout stays as configured.
       ModelSource src = load_model_source(from, config_.out_dir);
@@ -258,6 +270,16 @@ class TrainingRun {
     eval_loaders_[1] = std::make_unique<DataLoader>(val_path, ec);
 
     if (from == "resume") restore();
+    std::vector<std::string> continued;
+    if (nanogpt_ckpt) {
+      const int64_t begin = zero_ ? zero_->shard_begin() : 0;
+      const int64_t end = zero_ ? zero_->shard_end() : model_->table().total_numel();
+      continued = continue_nanogpt_run(*nanogpt_ckpt, *optimizer_, begin, end,
+                                       static_cast<uint64_t>(config_.seed));
+      iter_num_ = nanogpt_ckpt->iter_num;
+      best_val_loss_ = nanogpt_ckpt->best_val_loss;
+      nanogpt_ckpt.reset();
+    }
     if (shard_masters) zero_->publish_weights(*model_, ctx_);
     dp_->align(*train_loader_);
 
@@ -334,6 +356,7 @@ class TrainingRun {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));
     }
+    for (const auto& line : continued) say(line);
   }
 
   // A model key the user set explicitly must agree with the checkpoint being resumed.
