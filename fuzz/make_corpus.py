@@ -355,6 +355,39 @@ def torch_checkpoint():
         put("torch_checkpoint", "huge_shape", save({"w": Tensor(s0, 0, (10**6, 10**6), (10**6, 1))}, [s0]))
         put("torch_checkpoint", "truncated", save(ckpt, storages)[:700])
         put("torch_checkpoint", "legacy", b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.\x80\x02}q\x00.")
+        # A whole nanoGPT checkpoint that io/nanogpt_checkpoint maps (1 layer, 2 wide, vocab 3, no
+        # bias): every parameter, lm_head tied to wte, AdamW's state in nanoGPT's two groups.
+        shapes = [("wte.weight", (3, 2)), ("wpe.weight", (2, 2)), ("h.0.ln_1.weight", (2,)),
+                  ("h.0.attn.c_attn.weight", (6, 2)), ("h.0.attn.c_proj.weight", (2, 2)),
+                  ("h.0.ln_2.weight", (2,)), ("h.0.mlp.c_fc.weight", (8, 2)),
+                  ("h.0.mlp.c_proj.weight", (2, 8)), ("ln_f.weight", (2,))]
+        whole, tensors = [], {}
+        def tensor(shape, salt):
+            n = 1
+            for d in shape:
+                n *= d
+            st = Storage(str(len(whole)), torch.FloatStorage, f32(*[(i + salt) / 8 for i in range(n)]))
+            whole.append(st)
+            stride = (shape[1], 1) if len(shape) == 2 else (1,) if shape else ()
+            return Tensor(st, 0, shape, stride)
+        model = OrderedDict()
+        for k, (name, shape) in enumerate(shapes):
+            tensors[name] = tensor(shape, k)
+            model["transformer." + name] = tensors[name]
+        model["lm_head.weight"] = tensors["wte.weight"]
+        order = [n for n, sh in shapes if len(sh) == 2] + [n for n, sh in shapes if len(sh) < 2]
+        state = {i: {"step": tensor((), 9), "exp_avg": tensor(dict(shapes)[n], i),
+                     "exp_avg_sq": tensor(dict(shapes)[n], i + 1)} for i, n in enumerate(order)}
+        group = {"lr": 1e-3, "betas": (0.9, 0.95), "eps": 1e-8, "amsgrad": False, "foreach": None}
+        full = {"model": model,
+                "optimizer": {"state": state, "param_groups": [
+                    dict(group, weight_decay=0.1, params=list(range(6))),
+                    dict(group, weight_decay=0.0, params=[6, 7, 8])]},
+                "model_args": {"n_layer": 1, "n_head": 1, "n_embd": 2, "block_size": 2,
+                               "bias": False, "vocab_size": 3, "dropout": 0.0},
+                "iter_num": 9, "best_val_loss": 2.5,
+                "config": {"dataset": "shakespeare_char", "learning_rate": 1e-3}}
+        put("torch_checkpoint", "nanogpt_whole", save(full, whole))
         evil = io.BytesIO()
         with zipfile.ZipFile(evil, "w", zipfile.ZIP_STORED) as z:
             z.writestr("archive/data.pkl", b"cposix\nsystem\n(X\x04\x00\x00\x00trueb.")

@@ -2,10 +2,12 @@
 // input is a whole ckpt.pt (a zip archive of data.pkl, data/<key> storages, version, byteorder).
 // It is opened from memory and every tensor reachable from the root is copied out (float32 /
 // bfloat16 / float16 as float, int64 as int64); then data.pkl's bytes alone are also fed straight
-// to the unpickler, so pickle mutations are not all stopped by the archive's CRC check.
+// to the unpickler, so pickle mutations are not all stopped by the archive's CRC check. What opens
+// is also mapped as nanoGPT's checkpoint (io/nanogpt_checkpoint: names, shapes, AdamW's groups).
 #include <vector>
 
 #include "fuzz_util.h"
+#include "io/nanogpt_checkpoint.h"
 #include "io/torch_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -50,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     (void)ck.root().find("model");
+    accepts([&] { (void)nanogpt_checkpoint_from(ck, /*with_optimizer=*/true); });
   });
   // The same bytes as a bare data.pkl.
   accepts([&] {

@@ -24,6 +24,7 @@
 #include "gpu/gpu_model.h"
 #include "gpu/gpu_peak.h"
 #include "io/checkpoint.h"
+#include "io/nanogpt_checkpoint.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/gpu_op_timer.h"
@@ -32,6 +33,7 @@
 #include "optim/lr_schedule.h"
 #include "train/metrics.h"
 #include "train/model_source.h"
+#include "train/nanogpt_run.h"
 #include "train/run_inputs.h"
 #include "train/stop_request.h"
 #include "train/train_state.h"
@@ -112,6 +114,14 @@ class GpuTrainingRun {
       ModelConfig saved = read_checkpoint_config(ckpt_dir_);
       saved.dropout = config_.model.dropout;
       config_.model = saved;
+    } else if (is_torch_checkpoint_file(from)) {
+      // nanoGPT's ckpt.pt: its AdamW state and iteration go on the device after the model.
+      nanogpt_ckpt_ = std::make_unique<NanoGptCheckpoint>(
+          read_nanogpt_checkpoint(from, /*with_optimizer=*/true));
+      const double dropout = config_.model.dropout;
+      config_.model = nanogpt_ckpt_->model;
+      config_.model.dropout = dropout;
+      loaded = std::move(nanogpt_ckpt_->params);
     } else if (from != "scratch") {
       ModelSource src = load_model_source(from, config_.out_dir);
       const double dropout = config_.model.dropout;
@@ -162,10 +172,23 @@ class GpuTrainingRun {
     eval_loaders_[0] = std::make_unique<DataLoader>(train_files, ec);
     eval_loaders_[1] = std::make_unique<DataLoader>(val_files, ec);
 
+    std::vector<std::string> continued;
     if (from == "resume") {
       restore();
     } else {
       model_->upload_params(host_params_.data());
+    }
+    if (nanogpt_ckpt_) {
+      const NanoGptCheckpoint& ck = *nanogpt_ckpt_;
+      if (ck.adamw && ck.adamw->has_moments) {
+        model_->upload_adam_state(ck.adamw->exp_avg.data(), ck.adamw->exp_avg_sq.data());
+      }
+      if (ck.adamw) adam_steps_ = ck.adamw->step;
+      iter_num_ = ck.iter_num;
+      best_val_loss_ = ck.best_val_loss;
+      continued = nanogpt_continuation_log(ck, nanogpt_adamw_outcome(ck, "adamw"),
+                                           static_cast<uint64_t>(config_.seed));
+      nanogpt_ckpt_.reset();
     }
     fs::create_directories(config_.out_dir);
     const std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
@@ -202,6 +225,7 @@ class GpuTrainingRun {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));
     }
+    for (const auto& line : continued) say(line);
     note_device_memory();
   }
 
@@ -435,6 +459,7 @@ class GpuTrainingRun {
   OpProfile profile_;
   double fpt_ = 0;
   int64_t tokens_per_iter_ = 0;
+  std::unique_ptr<NanoGptCheckpoint> nanogpt_ckpt_;  // init_from=<ckpt.pt>, until set up
   int64_t iter_num_ = 0, adam_steps_ = 0, saved_at_ = -1;
   double best_val_loss_ = 1e9;
   double elapsed_base_ = 0;

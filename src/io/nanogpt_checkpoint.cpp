@@ -183,8 +183,18 @@ bool is_torch_checkpoint_file(const std::string& path) {
 
 namespace {
 
-NanoGptCheckpoint read_checkpoint(const std::string& path, bool with_optimizer) {
-  TorchCheckpoint ck(path);
+// Bytes of all tensor storages in the archive: no arena sized from model_args may need more than
+// these can fill (a hostile model_args must not make us allocate beyond the file's size).
+uint64_t storage_bytes_in(const TorchCheckpoint& ck) {
+  uint64_t n = 0;
+  for (const auto& [name, entry] : ck.archive().entries()) {
+    if (name.rfind("data/", 0) == 0) n += entry.size;
+  }
+  return n;
+}
+
+NanoGptCheckpoint read_checkpoint(const TorchCheckpoint& ck, bool with_optimizer) {
+  const std::string& path = ck.path();
   const PickleValue& root = ck.root();
   CHECK(root.is_dict(),
         "{}: the saved object is {}, expected nanoGPT's checkpoint dict (model, optimizer, "
@@ -216,6 +226,15 @@ NanoGptCheckpoint read_checkpoint(const std::string& path, bool with_optimizer) 
     fail("{}: model_args does not describe a model we can build: {}", path, e.what());
   }
   const ParamTable table(m);
+  // Every parameter is stored in 2 bytes at least (bfloat16 / float16).
+  const uint64_t stored = storage_bytes_in(ck);
+  const auto needed = [&](int arenas) {
+    return static_cast<uint64_t>(table.num_params_for_mfu()) * 2 * static_cast<uint64_t>(arenas);
+  };
+  CHECK(needed(1) <= stored,
+        "{}: model_args describe a model of {} parameters, but the file's tensors hold only {} "
+        "bytes; is model_args right for this state_dict?",
+        path, table.num_params_for_mfu(), stored);
   out.params = Buffer<float>(static_cast<size_t>(table.total_numel()));
 
   // The state_dict: names mapped onto our table.
@@ -307,6 +326,13 @@ NanoGptCheckpoint read_checkpoint(const std::string& path, bool with_optimizer) 
   }
   if (with_optimizer) {
     if (const PickleValue* opt = root.find("optimizer"); opt != nullptr && !opt->is_none()) {
+      // Moments need their own storages (two more copies of the parameters) when there are any.
+      const PickleValue* state = opt->is_dict() ? opt->find("state") : nullptr;
+      const bool has_state = state != nullptr && state->is_dict() && !state->dict_items().empty();
+      CHECK(!has_state || needed(3) <= stored,
+            "{}: the optimizer's state cannot hold AdamW's two moments of {} parameters in the "
+            "file's {} bytes of tensors",
+            path, table.num_params_for_mfu(), stored);
       read_adamw(ck, *opt, table, m, out);
     }
   }
@@ -315,15 +341,20 @@ NanoGptCheckpoint read_checkpoint(const std::string& path, bool with_optimizer) 
 
 }  // namespace
 
-NanoGptCheckpoint read_nanogpt_checkpoint(const std::string& path, bool with_optimizer) {
+NanoGptCheckpoint nanogpt_checkpoint_from(const TorchCheckpoint& ck, bool with_optimizer) {
   try {
-    return read_checkpoint(path, with_optimizer);
+    return read_checkpoint(ck, with_optimizer);
   } catch (const Error& e) {
     // The value tree's own errors ("no key 'n_head' in a dict ...") do not know the file.
     const std::string what = e.what();
-    if (what.find(path) != std::string::npos) throw;
-    fail("{}: {}", path, what);
+    if (what.find(ck.path()) != std::string::npos) throw;
+    fail("{}: {}", ck.path(), what);
   }
+}
+
+NanoGptCheckpoint read_nanogpt_checkpoint(const std::string& path, bool with_optimizer) {
+  const TorchCheckpoint ck(path);
+  return nanogpt_checkpoint_from(ck, with_optimizer);
 }
 
 std::vector<std::string> beyond_nanogpt(const ModelConfig& model) {

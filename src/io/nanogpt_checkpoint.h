@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "io/torch_checkpoint.h"
 #include "io/torch_zip_writer.h"
 #include "model/model_config.h"
 #include "model/params.h"
@@ -47,8 +48,11 @@ struct NanoGptCheckpoint {
 bool is_torch_checkpoint_file(const std::string& path);
 
 // Reads a nanoGPT ckpt.pt (see above). Throws nanogpt::Error naming the file and the key or
-// tensor on anything missing, misshapen or unexpected.
+// tensor on anything missing, misshapen or unexpected. Nothing is sized from model_args beyond
+// what the file's tensor storages can fill.
 NanoGptCheckpoint read_nanogpt_checkpoint(const std::string& path, bool with_optimizer);
+// The same from a checkpoint already open (e.g. from memory).
+NanoGptCheckpoint nanogpt_checkpoint_from(const TorchCheckpoint& ck, bool with_optimizer);
 
 // What write_nanogpt_checkpoint writes.
 struct NanoGptCheckpointOut {

@@ -71,41 +71,47 @@ std::vector<ConfigAssignment> nanogpt_config_assignments(
   return out;
 }
 
+std::vector<std::string> nanogpt_continuation_log(const NanoGptCheckpoint& ckpt,
+                                                  const std::string& optimizer_outcome,
+                                                  uint64_t seed) {
+  std::string notes;
+  for (const auto& n : ckpt.notes) notes += "; " + n;
+  return {fmt::format("continuing nanoGPT's run {} at iteration {} (best val loss {:.4f}): "
+                      "weights{} taken{}",
+                      ckpt.path, ckpt.iter_num, ckpt.best_val_loss, optimizer_outcome, notes),
+          fmt::format("not carried over from {}: the data position and the RNG streams (nanoGPT "
+                      "draws its batches and dropout from torch's generator; this run draws them "
+                      "afresh from seed {})",
+                      ckpt.path, seed)};
+}
+
+std::string nanogpt_adamw_outcome(const NanoGptCheckpoint& ckpt, const std::string& optimizer) {
+  if (!ckpt.adamw) return " (no optimizer state in the file: AdamW starts afresh)";
+  if (optimizer != "adamw") {
+    return fmt::format(
+        " (its AdamW state is not used: this run's optimizer is '{}', which "
+        "starts afresh)",
+        optimizer);
+  }
+  return ckpt.adamw->has_moments ? fmt::format(", AdamW's moments (step {})", ckpt.adamw->step)
+                                 : std::string(", AdamW (no moments yet: it had not stepped)");
+}
+
 std::vector<std::string> continue_nanogpt_run(const NanoGptCheckpoint& ckpt, Optimizer& optimizer,
                                               int64_t begin, int64_t end, uint64_t seed) {
-  std::vector<std::string> lines;
-  std::string taken = "weights";
   if (ckpt.adamw && optimizer.name() == "adamw") {
     const NanoGptAdamW& a = *ckpt.adamw;
     for (auto& t : optimizer.state_tensors()) {
-      const float* from = t.name == "m" ? a.exp_avg.data() : a.exp_avg_sq.data();
       CHECK(t.name == "m" || t.name == "v", "continuing {}: unexpected AdamW state '{}'", ckpt.path,
             t.name);
       CHECK(t.numel == end - begin, "continuing {}: AdamW state '{}' holds {} elements, not {}",
             ckpt.path, t.name, t.numel, end - begin);
+      const float* from = t.name == "m" ? a.exp_avg.data() : a.exp_avg_sq.data();
       std::copy(from + begin, from + end, t.data);
     }
     optimizer.set_steps(a.step);
-    taken += a.has_moments ? fmt::format(", AdamW's moments (step {})", a.step)
-                           : ", AdamW (no moments yet: it had not stepped)";
-  } else if (ckpt.adamw) {
-    lines.push_back(fmt::format(
-        "{}: its AdamW state is not used: this run's optimizer is '{}', which starts afresh",
-        ckpt.path, optimizer.name()));
-  } else {
-    taken += " (no optimizer state in the file: AdamW starts afresh)";
   }
-  std::string notes;
-  for (const auto& n : ckpt.notes) notes += "; " + n;
-  lines.insert(lines.begin(),
-               fmt::format("continuing nanoGPT's run {} at iteration {} (best val loss {:.4f}): "
-                           "{} taken{}",
-                           ckpt.path, ckpt.iter_num, ckpt.best_val_loss, taken, notes));
-  lines.push_back(fmt::format(
-      "not carried over from {}: the data position and the RNG streams (nanoGPT draws its "
-      "batches and dropout from torch's generator; this run draws them afresh from seed {})",
-      ckpt.path, seed));
-  return lines;
+  return nanogpt_continuation_log(ckpt, nanogpt_adamw_outcome(ckpt, optimizer.name()), seed);
 }
 
 nlohmann::json nanogpt_config_from(const nlohmann::json& run_config) {

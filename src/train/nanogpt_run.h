@@ -40,6 +40,14 @@ std::vector<std::string> continue_nanogpt_run(const NanoGptCheckpoint& ckpt, Opt
 std::string export_nanogpt_checkpoint(const std::string& init_from, const std::string& out_dir,
                                       const std::string& output);
 
+// The pieces of continue_nanogpt_run's log, for a trainer with its own optimizer (the GPU's):
+// what became of the AdamW state for a run with `optimizer` (", AdamW's moments (step N)", ...),
+// and the two lines (what was taken, what was not carried over).
+std::string nanogpt_adamw_outcome(const NanoGptCheckpoint& ckpt, const std::string& optimizer);
+std::vector<std::string> nanogpt_continuation_log(const NanoGptCheckpoint& ckpt,
+                                                  const std::string& optimizer_outcome,
+                                                  uint64_t seed);
+
 // nanoGPT's config dict from our run's config (state.json's "config"): the shared keys, the
 // model keys, dataset, and nanoGPT's own keys at values that describe this run.
 nlohmann::json nanogpt_config_from(const nlohmann::json& run_config);

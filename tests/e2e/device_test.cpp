@@ -1,6 +1,6 @@
-// --device: 'cuda' trains on the GPU and its checkpoint resumes on the CPU, or, where it cannot run
-// (a build without the CUDA backend, a machine without a GPU), it says which and how to go on;
-// an unknown device is refused by name.
+// --device: 'cuda' trains on the GPU (also on from nanoGPT's ckpt.pt) and its checkpoint resumes
+// on the CPU, or, where it cannot run (a build without the CUDA backend, a machine without a GPU),
+// it says which and how to go on; an unknown device is refused by name.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -39,6 +39,21 @@ TEST_F(DeviceCli, CudaTrainsAndResumesOnTheCpuOrSaysWhyNot) {
   EXPECT_NE(gpu.output.find("--device=cpu"), std::string::npos) << gpu.output;
   // Nothing was trained, so nothing was saved.
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/ckpt/state.json"));
+}
+
+TEST_F(DeviceCli, CudaContinuesANanoGptCheckpointOrSaysWhyNot) {
+  const std::string fixture =
+      std::string(NANOGPT_SOURCE_DIR) + "/tests/fixtures/nanogpt/nanogpt_bias.pt";
+  RunResult r = run_nanogpt(dir_, "train --device=cuda --dtype=float32 --init_from=" + fixture +
+                                      " --dataset=sc --batch_size=4 --max_iters=6 "
+                                      "--eval_interval=3 --eval_iters=2 --out_dir=nano");
+  if (r.exit_code == 0) {
+    EXPECT_NE(r.output.find("continuing nanoGPT's run"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("AdamW's moments (step 3) taken"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("iter 5:"), std::string::npos) << r.output;
+    return;
+  }
+  EXPECT_NE(r.output.find("--device=cpu"), std::string::npos) << r.output;
 }
 
 TEST_F(DeviceCli, AnUnknownDeviceIsRefusedByName) {

@@ -276,6 +276,14 @@ TEST(NanoGptCheckpoint, MisshapenCheckpointsGetNamedErrors) {
   edit_pickle(path, "amsgrad\x89", "amsgrad\x88");
   expect_error([&] { read_nanogpt_checkpoint(path, true); }, {"ckpt.pt", "amsgrad=True"});
 
+  // model_args far beyond what the file's tensors hold: refused before anything is sized by it.
+  fresh();
+  edit_pickle(path, std::string("n_layer") + "K\x02", std::string("n_layer") + "K\xff");
+  expect_error([&] { read_nanogpt_checkpoint(path, false); },
+               {"ckpt.pt", "model_args describe a model of",
+                "parameters, but the file's tensors "
+                "hold only"});
+
   // Not a nanoGPT dict at all.
   PickleOut root = PickleOut::list({PickleOut::integer(1)});
   const std::string pkl = write_torch_pickle(root);
