@@ -97,6 +97,29 @@ TEST(DataParallel, ResumesAcrossWorldSizes) {
   expect_same_losses(reference, losses(dir + "/run/metrics.jsonl"), "2 ranks then 1 rank");
 }
 
+TEST(DataParallel, ContinuesANanoGptCheckpointWholeOrSharded) {
+  // nanoGPT's ckpt.pt (ours exported) continued on 1 rank and on 2 ranks with ZeRO-1 (each rank
+  // takes its shard of AdamW's moments): the same losses.
+  std::string dir = prepared_dir("nanogpt_ckpt");
+  RunResult a = run_single(dir, "train " + tiny_keys("a") + " --gelu=exact --max_iters=4");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult e = run_single(dir, "export --format=nanogpt --out_dir=a --output=a.pt");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  RunResult one = run_single(dir, "train " + tiny_keys("one") + " --init_from=a.pt --max_iters=8");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  RunResult two = run_ranks(
+      dir, 2, "train " + tiny_keys("two") + " --init_from=a.pt --max_iters=8 --zero_stage=1");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  for (const RunResult* r : {&one, &two}) {
+    EXPECT_NE(r->output.find("continuing nanoGPT's run a.pt at iteration 4"), std::string::npos)
+        << r->output;
+  }
+  const auto whole = losses(dir + "/one/metrics.jsonl");
+  EXPECT_EQ(whole.size(), 4u);
+  expect_same_losses(whole, losses(dir + "/two/metrics.jsonl"),
+                     "from ckpt.pt: 1 rank vs 2 ranks with ZeRO-1");
+}
+
 TEST(DataParallel, AccumulationNotDivisibleByRanksFailsAtStart) {
   std::string dir = prepared_dir("indivisible");
   RunResult r = run_ranks(dir, 2,
