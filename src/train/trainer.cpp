@@ -33,6 +33,7 @@
 #include "io/nanogpt_checkpoint.h"
 #include "kernels/context.h"
 #include "kernels/dtype.h"
+#include "kernels/kernel_planner.h"
 #include "model/gpt.h"
 #include "optim/grad_scaler.h"
 #include "optim/lr_schedule.h"
@@ -293,6 +294,7 @@ class TrainingRun {
       metrics_ = MetricsLog(metrics_path, from == "resume");
     }
 
+    const KernelPlan kernel_plan = choose_kernel_ways();
     peaks_ = measure_compute_peaks(dtype_, threads_);
     const MfuPeak mfu_peak = mfu_peak_for(peaks_);
     mfu_peak_flops_ = mfu_peak.flops_per_s;
@@ -333,11 +335,11 @@ class TrainingRun {
     say(fmt::format(
         "compute: {} threads on {}, kernels for {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU "
         "is relative to "
-        "the {} peak {:.0f} GFLOP/s{}",
+        "the {} peak {:.0f} GFLOP/s{}{}",
         threads_, cpu_model_name(), ctx_.cpu_target_description(),
-        peaks_.fp32_fma.flops_per_s / 1e9, other_peaks(peaks_),
-        mfu_peak.arithmetic, mfu_peak_flops_ / 1e9,
-        mfu_peak.from_cache ? " (best measured here)" : ""));
+        peaks_.fp32_fma.flops_per_s / 1e9, other_peaks(peaks_), mfu_peak.arithmetic,
+        mfu_peak_flops_ / 1e9, mfu_peak.from_cache ? " (best measured here)" : "",
+        kernel_plan.describe().empty() ? "" : "; " + kernel_plan.describe()));
     if (comm_->size() > 1) {
       say(
           fmt::format("data-parallel: {}; {} micro-steps per rank per step, gradients averaged in "
@@ -357,6 +359,33 @@ class TrainingRun {
                       iter_num_, best_val_loss_));
     }
     for (const auto& line : continued) say(line);
+  }
+
+  // Kernel ways (kernels/kernel_ways.h): a resumed run keeps its checkpoint's (they are part of
+  // its numerics) unless kernel_choice forces one; otherwise measured at this run's attention
+  // shape, or forced. Every rank takes rank 0's.
+  KernelPlan choose_kernel_ways() {
+    const ModelConfig& m = config_.model;
+    const AttentionShape shape{static_cast<int>(config_.batch_size), m.block_size, m.n_embd,
+                               m.n_head, static_cast<float>(m.dropout)};
+    KernelPlan plan;
+    AttentionBf16Way saved = AttentionBf16Way::kNative;
+    if (dtype_ == DType::kBF16 && config_.kernel_choice == "auto" && saved_attention_way_ &&
+        parse_way(*saved_attention_way_, saved)) {
+      // The forced plan says what this CPU can run without timing anything.
+      plan = plan_kernel_ways(ctx_, dtype_, shape, way_name(saved), threads_);
+      plan.how = plan.ways.attention_bf16 == saved
+                     ? "kept from the checkpoint"
+                     : "the checkpoint's 'native' has no kernel on this CPU: widened, whose "
+                       "rounding differs slightly";
+    } else {
+      plan = plan_kernel_ways(ctx_, dtype_, shape, config_.kernel_choice, threads_);
+    }
+    int way = static_cast<int>(plan.ways.attention_bf16);
+    comm_->broadcast(&way, sizeof(way), 0);
+    plan.ways.attention_bf16 = static_cast<AttentionBf16Way>(way);
+    ctx_.set_ways(plan.ways);
+    return plan;
   }
 
   // A model key the user set explicitly must agree with the checkpoint being resumed.
@@ -398,6 +427,11 @@ class TrainingRun {
           ck.dir, saved_opt, optimizer_->name(), saved_opt);
     iter_num_ = s.iter_num;
     best_val_loss_ = s.best_val_loss;
+    if (ck.state.contains("kernel_ways") && ck.state["kernel_ways"].is_object() &&
+        ck.state["kernel_ways"].contains("attention_bf16") &&
+        ck.state["kernel_ways"]["attention_bf16"].is_string()) {
+      saved_attention_way_ = ck.state["kernel_ways"]["attention_bf16"].get<std::string>();
+    }
     optimizer_->set_steps(s.optimizer_steps);
     train_loader_->set_state(s.train_loader);
     // A float16 run continues with its saved scale; a run switching to float16 starts afresh.
@@ -412,6 +446,9 @@ class TrainingRun {
     s["optimizer"] = optimizer_->name();
     s["optimizer_steps"] = optimizer_->steps();
     s["train_loader"] = train_loader_->state().to_json();
+    if (dtype_ == DType::kBF16) {
+      s["kernel_ways"] = {{"attention_bf16", way_name(ctx_.ways().attention_bf16)}};
+    }
     if (scaler_.enabled()) s["grad_scaler"] = scaler_.to_json();
     s["config"] = config_to_json(config_);
     s["data_dir"] = fs::absolute(data_dir_).string();
@@ -762,6 +799,7 @@ class TrainingRun {
   MemoryTracker tracker_;
   KernelContext ctx_;
   int threads_ = 1;
+  std::optional<std::string> saved_attention_way_;  // the resumed checkpoint's kernel_ways
   std::string data_dir_, ckpt_dir_;
   nlohmann::json dataset_meta_;
   std::unique_ptr<GPT> model_;

@@ -174,6 +174,57 @@ TEST_F(MixedPrecisionCli, ResumeIsBitExactInBf16AndFp16WithDropout) {
   }
 }
 
+TEST_F(MixedPrecisionCli, KernelChoiceIsShownSavedAndKeptOnResume) {
+  // Heads of 32: the native bf16 attention can run where the CPU has it.
+  const std::string common = std::string(kSmall) +
+                             " --n_embd=64 --dropout=0.1 --eval_interval=4 --dtype=bfloat16 "
+                             "--lr_decay_iters=8";
+  RunResult s = run_nanogpt(dir_, "train " + common +
+                                      " --kernel_choice=widened --max_iters=8 "
+                                      "--out_dir=s");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_NE(s.output.find("; attention bf16: native "), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("widened not timed -> widened (forced by kernel_choice = 'widened')"),
+            std::string::npos)
+      << s.output;
+  const nlohmann::json state =
+      nlohmann::json::parse(std::ifstream(dir_ + "/s/ckpt/state.json"), nullptr, false);
+  EXPECT_EQ(state["kernel_ways"]["attention_bf16"], "widened") << state.dump();
+  RunResult h1 = run_nanogpt(dir_, "train " + common +
+                                       " --kernel_choice=widened --max_iters=4 "
+                                       "--out_dir=h");
+  ASSERT_EQ(h1.exit_code, 0) << h1.output;
+  RunResult h2 = run_nanogpt(dir_, "train " + common +
+                                       " --max_iters=8 --init_from=resume "
+                                       "--out_dir=h");  // kernel_choice auto
+  ASSERT_EQ(h2.exit_code, 0) << h2.output;
+  EXPECT_NE(h2.output.find("-> widened (kept from the checkpoint)"), std::string::npos)
+      << h2.output;
+  EXPECT_EQ(timing_free_records(dir_ + "/s/metrics.jsonl"),
+            timing_free_records(dir_ + "/h/metrics.jsonl"));
+
+  RunResult a = run_nanogpt(dir_, "train " + common + " --max_iters=1 --out_dir=a");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_TRUE(a.output.find(" ms -> ") != std::string::npos ||
+              a.output.find(" ms (best here) -> ") != std::string::npos)
+      << a.output;  // timed
+  EXPECT_NE(a.output.find("(measured)"), std::string::npos) << a.output;
+  RunResult n = run_nanogpt(dir_, "train " + common +
+                                      " --kernel_choice=native --max_iters=1 "
+                                      "--out_dir=n");
+  ASSERT_EQ(n.exit_code, 0) << n.output;
+  const bool native =
+      n.output.find("-> native (forced by kernel_choice = 'native')") != std::string::npos;
+  const bool fallback = n.output.find(
+                            "-> widened (kernel_choice = 'native', but this CPU (or its "
+                            "cap) and shape have no native bf16 kernel)") != std::string::npos;
+  EXPECT_TRUE(native || fallback) << n.output;
+  RunResult bad = run_nanogpt(dir_, "train " + common + " --kernel_choice=amx --out_dir=bad");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("kernel_choice = 'amx': expected 'auto'"), std::string::npos)
+      << bad.output;
+}
+
 TEST_F(MixedPrecisionCli, Fp16ReportsAndSavesItsLossScale) {
   RunResult r = run_nanogpt(dir_, std::string("train ") + kSmall +
                                       " --max_iters=4 --lr_decay_iters=4 --eval_interval=4 "

@@ -1,7 +1,8 @@
 // Low-precision causal attention (ops_lowp.h), for each group of batch elements
 // (attention_batch_group, each group with its own dropout seed):
-//  - all-bf16 tensors on a CPU with AVX512_BF16 (attention_bf16_native): the native bf16 kernel
-//    reads and writes the 16-bit tensors where they lie;
+//  - all-bf16 tensors on a CPU with AVX512_BF16 (attention_bf16_native), unless the context's
+//    ways say widened (kernels/kernel_ways.h): the native bf16 kernel reads and writes the 16-bit
+//    tensors where they lie;
 //  - otherwise (float16, mixed dtypes, other shapes) the 16-bit qkv (and in backward out, dout)
 //    are widened into the context's scratch and the float32 flash attention runs on the group;
 //    outputs are narrowed (forward) or added (backward) back. Scratch is a group's worth.
@@ -29,11 +30,12 @@ void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedP
     return attention_forward(impl.attention, out.f32(), lse, qkv.f32(), B, T, C, NH, dropout_p,
                              seed);
   }
+  const bool native = ctx.ways().attention_bf16 == AttentionBf16Way::kNative;
   const int G = attention_batch_group(B, NH);
   for (int b0 = 0; b0 < B; b0 += G) {
     const int g = std::min(G, B - b0);
     const int64_t rows = static_cast<int64_t>(g) * T, r0 = static_cast<int64_t>(b0) * T;
-    if (out.dtype == DType::kBF16 && qkv.dtype == DType::kBF16 &&
+    if (out.dtype == DType::kBF16 && qkv.dtype == DType::kBF16 && native &&
         attention_bf16_native(g, T, C, NH)) {
       attention_forward_bf16(impl.attention, static_cast<uint16_t*>(out.at(r0 * C).data),
                              lse + static_cast<int64_t>(b0) * NH * T,
@@ -58,12 +60,13 @@ void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, C
     return attention_backward(impl.attention, dqkv.f32(), dout.f32(), out.f32(), lse, qkv.f32(), B,
                               T, C, NH, dropout_p, seed);
   }
+  const bool native = ctx.ways().attention_bf16 == AttentionBf16Way::kNative;
   const int G = attention_batch_group(B, NH);
   for (int b0 = 0; b0 < B; b0 += G) {
     const int g = std::min(G, B - b0);
     const int64_t rows = static_cast<int64_t>(g) * T, r0 = static_cast<int64_t>(b0) * T;
     if (dqkv.dtype == DType::kBF16 && dout.dtype == DType::kBF16 && out.dtype == DType::kBF16 &&
-        qkv.dtype == DType::kBF16 && attention_bf16_native(g, T, C, NH)) {
+        qkv.dtype == DType::kBF16 && native && attention_bf16_native(g, T, C, NH)) {
       attention_backward_bf16(impl.attention, static_cast<uint16_t*>(dqkv.at(r0 * 3 * C).data),
                               static_cast<const uint16_t*>(dout.at(r0 * C).data),
                               static_cast<const uint16_t*>(out.at(r0 * C).data),

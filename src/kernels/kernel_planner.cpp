@@ -1,0 +1,164 @@
+// Choosing kernel ways by timing the candidates at the run's shape (see kernel_planner.h).
+#include "kernels/kernel_planner.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/check.h"
+#include "core/cpu_info.h"
+#include "core/float16.h"
+#include "core/timer.h"
+#include "kernels/cpu/attention_bf16.h"
+#include "kernels/ops_lowp.h"
+
+namespace nanogpt {
+namespace {
+
+// Widened replaces native only when native takes more than this times widened's time.
+constexpr double kHysteresis = 1.1;
+
+// One causal attention forward + backward of g sequences: the forward's two products over the
+// lower triangle (2 T^2 C) and the backward's four (4 T^2 C).
+double attention_flops(int g, int T, int C) { return 6.0 * g * static_cast<double>(T) * T * C; }
+
+// One causal attention (one batch group) with its inputs, run forward + backward in a given way.
+class AttentionProbe {
+ public:
+  AttentionProbe(int g, const AttentionShape& s) : g_(g), s_(s) {
+    const int64_t rows = static_cast<int64_t>(g) * s.T;
+    qkv_.resize(static_cast<size_t>(rows * 3 * s.C));
+    out_.resize(static_cast<size_t>(rows * s.C));
+    dout_.resize(out_.size());
+    dqkv_.resize(qkv_.size());
+    lse_.resize(static_cast<size_t>(g) * s.NH * s.T);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    auto next = [&] {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      return static_cast<float>(static_cast<double>(x >> 11) / 9007199254740992.0 - 0.5);
+    };
+    for (auto& v : qkv_) v = float_to_bf16(next());
+    for (auto& v : dout_) v = float_to_bf16(0.01f * next());
+  }
+
+  // Milliseconds of one forward + backward in `way` (the context's ways restored after).
+  double run(KernelContext& ctx, AttentionBf16Way way) {
+    const KernelWays saved = ctx.ways();
+    KernelWays ways = saved;
+    ways.attention_bf16 = way;
+    ctx.set_ways(ways);
+    Timer t;
+    cpu::attention_forward(ctx, TypedPtr(out_.data(), DType::kBF16), lse_.data(),
+                           ConstTypedPtr(qkv_.data(), DType::kBF16), g_, s_.T, s_.C, s_.NH,
+                           s_.dropout, 7);
+    std::fill(dqkv_.begin(), dqkv_.end(), uint16_t{0});
+    cpu::attention_backward(
+        ctx, TypedPtr(dqkv_.data(), DType::kBF16), ConstTypedPtr(dout_.data(), DType::kBF16),
+        ConstTypedPtr(out_.data(), DType::kBF16), lse_.data(),
+        ConstTypedPtr(qkv_.data(), DType::kBF16), g_, s_.T, s_.C, s_.NH, s_.dropout, 7);
+    const double ms = t.ms();
+    ctx.set_ways(saved);
+    return ms;
+  }
+
+ private:
+  int g_;
+  AttentionShape s_;
+  std::vector<uint16_t> qkv_, out_, dout_, dqkv_;
+  std::vector<float> lse_;
+};
+
+}  // namespace
+
+std::string KernelPlan::describe() const {
+  if (attention_bf16.empty()) return "";
+  std::string times;
+  for (const auto& w : attention_bf16) {
+    if (!times.empty()) times += ", ";
+    if (!w.available) {
+      times += w.way + " unavailable here";
+    } else if (!w.measured) {
+      times += w.way + " not timed";
+    } else {
+      times += fmt::format("{} {:.2f} ms{}", w.way, w.ms, w.from_cache ? " (best here)" : "");
+    }
+  }
+  return fmt::format("attention bf16: {} -> {} ({})", times, way_name(ways.attention_bf16), how);
+}
+
+KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShape& shape,
+                            const std::string& requested, int threads, bool use_cache) {
+  KernelPlan plan;
+  AttentionBf16Way forced = AttentionBf16Way::kNative;
+  CHECK(requested == "auto" || parse_way(requested, forced),
+        "kernel_choice = '{}': expected 'auto' (measure each way at this run's shapes), "
+        "'native' or 'widened'",
+        requested);
+  if (dtype != DType::kBF16) {
+    plan.how = "no choice outside bfloat16";
+    return plan;
+  }
+  const int g = attention_batch_group(shape.B, shape.NH);
+  const bool native_here = cpu::attention_bf16_native(g, shape.T, shape.C, shape.NH);
+  const double flops = attention_flops(g, shape.T, shape.C);
+  std::vector<AttentionBf16Way> candidates;
+  for (AttentionBf16Way way : {AttentionBf16Way::kNative, AttentionBf16Way::kWidened}) {
+    WayTiming w;
+    w.way = way_name(way);
+    w.available = way == AttentionBf16Way::kWidened || native_here;
+    if (w.available && requested == "auto") candidates.push_back(way);
+    plan.attention_bf16.push_back(w);
+  }
+  if (!candidates.empty()) {
+    // The ways take turns (a busy moment hits both alike), a warm-up round first, then the best
+    // of up to 5 rounds, fewer once ~40 ms have gone into timing.
+    AttentionProbe probe(g, shape);
+    std::vector<double> best(2, 1e30);
+    double spent = 0;
+    for (int round = 0; round < 6 && (round < 3 || spent < 40); ++round) {
+      for (AttentionBf16Way way : candidates) {
+        const double ms = probe.run(ctx, way);
+        spent += ms;
+        if (round > 0) best[static_cast<int>(way)] = std::min(best[static_cast<int>(way)], ms);
+      }
+    }
+    for (AttentionBf16Way way : candidates) {
+      WayTiming& w = plan.attention_bf16[static_cast<int>(way)];
+      const std::string key = fmt::format("attention bf16 {} g {} T {} C {} NH {} dropout {}",
+                                          w.way, g, shape.T, shape.C, shape.NH, shape.dropout > 0);
+      const double ms = best[static_cast<int>(way)];
+      const PeakFlops kept = remember_best_peak(key, flops / (ms * 1e-3), threads, "", use_cache);
+      w.measured = true;
+      w.ms = flops / kept.flops_per_s * 1e3;
+      w.from_cache = kept.from_cache;
+    }
+  }
+  const WayTiming& native = plan.attention_bf16[0];
+  const WayTiming& widened = plan.attention_bf16[1];
+  if (requested == "auto") {
+    // Native unless widened is clearly faster: two separate runs on one machine (a test's
+    // straight and resumed runs, a sweep's seeds) should not flip between ways whose times are
+    // within noise of each other.
+    plan.ways.attention_bf16 = native.available && native.ms <= kHysteresis * widened.ms
+                                   ? AttentionBf16Way::kNative
+                                   : AttentionBf16Way::kWidened;
+    plan.how = "measured";
+  } else if (forced == AttentionBf16Way::kNative && !native.available) {
+    plan.ways.attention_bf16 = AttentionBf16Way::kWidened;
+    plan.how =
+        "kernel_choice = 'native', but this CPU (or its cap) and shape have no native bf16 "
+        "kernel";
+  } else {
+    plan.ways.attention_bf16 = forced;
+    plan.how = "forced by kernel_choice = '" + requested + "'";
+  }
+  return plan;
+}
+
+}  // namespace nanogpt

@@ -1,0 +1,112 @@
+// Kernel ways (kernels/kernel_ways.h) and their planner (kernels/kernel_planner.h): the context's
+// way selects the bf16 attention kernel (native: the bf16 kernel's bits; widened: the float32
+// kernel's on widened inputs, on every CPU); 'auto' times every way this CPU has at the shape and
+// takes the faster (native unless widened is more than 10% faster); a forced way is taken without
+// timing, a forced native way the CPU lacks falls back to widened and says so; a bad value is
+// named; outside bfloat16 there is no choice.
+#include "kernels/kernel_planner.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/check.h"
+#include "core/float16.h"
+#include "core/rng.h"
+#include "kernel_test_util.h"
+#include "kernels/cpu/attention_bf16.h"
+#include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
+
+namespace nanogpt {
+namespace {
+
+std::vector<uint16_t> bf16_of(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = float_to_bf16(v[i]);
+  return out;
+}
+
+TEST(KernelWays, TheContextsWaySelectsTheAttentionKernel) {
+  const int B = 2, T = 50, C = 128, NH = 2;
+  const auto qkv = bf16_of(testing::random_normal(size_t(B) * T * 3 * C, 4));
+  const int64_t n = int64_t{B} * T * C;
+  auto run = [&](AttentionBf16Way way) {
+    KernelContext ctx;
+    ctx.set_ways({.attention_bf16 = way});
+    std::vector<uint16_t> out(static_cast<size_t>(n));
+    std::vector<float> lse(size_t(B) * NH * T);
+    cpu::attention_forward(ctx, TypedPtr(out.data(), DType::kBF16), lse.data(),
+                           ConstTypedPtr(qkv.data(), DType::kBF16), B, T, C, NH, 0.1f, 5);
+    return out;
+  };
+  // Widened: the float32 kernel on the widened inputs, rounded once at the end, on every CPU.
+  std::vector<float> q32(qkv.size()), o32(static_cast<size_t>(n)), lse32(size_t(B) * NH * T);
+  for (size_t i = 0; i < qkv.size(); ++i) q32[i] = bf16_to_float(qkv[i]);
+  cpu::attention_forward(o32.data(), lse32.data(), q32.data(), B, T, C, NH, 0.1f,
+                         splitmix64(5));  // one batch group, seeded as the op seeds it
+  const std::vector<uint16_t> widened = run(AttentionBf16Way::kWidened);
+  EXPECT_EQ(widened, bf16_of(o32));
+  if (!cpu::attention_bf16_native(B, T, C, NH)) GTEST_SKIP() << "no native bf16 kernel here";
+  const std::vector<uint16_t> native = run(AttentionBf16Way::kNative);
+  std::vector<uint16_t> direct(static_cast<size_t>(n));
+  std::vector<float> lse(size_t(B) * NH * T);
+  cpu::attention_forward_bf16(direct.data(), lse.data(), qkv.data(), B, T, C, NH, 0.1f,
+                              splitmix64(5));
+  EXPECT_EQ(native, direct);
+  EXPECT_NE(native, widened);  // P rounded to bf16 before P V: other bits somewhere
+}
+
+TEST(KernelPlanner, AutoTimesEveryWayHereAndTakesTheFaster) {
+  KernelContext ctx;
+  const AttentionShape shape{4, 64, 128, 2, 0.0f};
+  const KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "auto", 2, false);
+  ASSERT_EQ(plan.attention_bf16.size(), 2u);
+  const WayTiming& native = plan.attention_bf16[0];
+  const WayTiming& widened = plan.attention_bf16[1];
+  EXPECT_EQ(native.way, "native");
+  EXPECT_EQ(widened.way, "widened");
+  EXPECT_TRUE(widened.available && widened.measured);
+  EXPECT_GT(widened.ms, 0);
+  EXPECT_EQ(native.available, cpu::attention_bf16_native(4, 64, 128, 2));
+  EXPECT_EQ(native.measured, native.available);
+  const bool native_wins = native.available && native.ms <= 1.1 * widened.ms;  // (hysteresis)
+  EXPECT_EQ(plan.ways.attention_bf16,
+            native_wins ? AttentionBf16Way::kNative : AttentionBf16Way::kWidened);
+  EXPECT_EQ(plan.how, "measured");
+  EXPECT_NE(plan.describe().find("attention bf16: "), std::string::npos) << plan.describe();
+  EXPECT_NE(plan.describe().find(" ms"), std::string::npos) << plan.describe();
+  EXPECT_EQ(ctx.ways(), KernelWays{});  // timing leaves the context's ways as they were
+  RecordProperty("plan", plan.describe());
+}
+
+TEST(KernelPlanner, ForcedWaysAreTakenWithoutTiming) {
+  KernelContext ctx;
+  const AttentionShape shape{4, 64, 128, 2, 0.1f};
+  KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "widened", 2, false);
+  EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kWidened);
+  EXPECT_FALSE(plan.attention_bf16[0].measured || plan.attention_bf16[1].measured);
+  EXPECT_NE(plan.describe().find("-> widened (forced by kernel_choice = 'widened')"),
+            std::string::npos)
+      << plan.describe();
+  plan = plan_kernel_ways(ctx, DType::kBF16, shape, "native", 2, false);
+  if (cpu::attention_bf16_native(4, 64, 128, 2)) {
+    EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kNative);
+  } else {
+    EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kWidened);
+    EXPECT_NE(plan.how.find("no native bf16 kernel"), std::string::npos) << plan.how;
+  }
+  try {
+    plan_kernel_ways(ctx, DType::kBF16, shape, "onednn", 2, false);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel_choice = 'onednn'"), std::string::npos);
+  }
+  // Outside bfloat16 there is nothing to choose.
+  plan = plan_kernel_ways(ctx, DType::kF32, shape, "auto", 2, false);
+  EXPECT_TRUE(plan.attention_bf16.empty());
+  EXPECT_EQ(plan.describe(), "");
+}
+
+}  // namespace
+}  // namespace nanogpt
