@@ -17,6 +17,7 @@
 #include "core/cpu_info.h"
 #include "core/float16.h"
 #include "core/rng.h"
+#include "kernels/compute_peaks.h"
 #include "kernels/context.h"
 #include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/context_impl.h"
@@ -413,8 +414,10 @@ BENCHMARK(BM_AttentionW4)
 void BM_AttentionW4Bf16(benchmark::State& state) {
   const int B = 1, T = static_cast<int>(state.range(0)), C = 768, NH = 12;
   Bf16Attention a(B, T, C, NH);
-  const KernelPlan plan = plan_kernel_ways(a.ctx, DType::kBF16, {B, T, C, NH, 0.0f}, "auto",
-                                           omp_get_max_threads(), /*use_cache=*/false);
+  const ComputePeaks peaks = measure_compute_peaks(DType::kBF16, omp_get_max_threads());
+  const KernelPlan plan = plan_kernel_ways(
+      a.ctx, DType::kBF16, {B, T, C, NH, 0.0f}, "auto", omp_get_max_threads(),
+      {peaks.bf16_dot.flops_per_s, peaks.fp32_fma.flops_per_s}, /*use_cache=*/false);
   a.ctx.set_ways(plan.ways);
   state.SetLabel(plan.describe());
   for (auto _ : state) {

@@ -19,7 +19,7 @@
 namespace nanogpt {
 namespace {
 
-// Widened replaces native only when native takes more than this times widened's time.
+// The other way replaces the faster unit's only when that takes more than this times its time.
 constexpr double kHysteresis = 1.1;
 
 // One causal attention forward + backward of g sequences: the forward's two products over the
@@ -93,7 +93,8 @@ std::string KernelPlan::describe() const {
 }
 
 KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShape& shape,
-                            const std::string& requested, int threads, bool use_cache) {
+                            const std::string& requested, int threads, const UnitRates& units,
+                            bool use_cache, double min_timed_flops) {
   KernelPlan plan;
   AttentionBf16Way forced = AttentionBf16Way::kNative;
   CHECK(requested == "auto" || parse_way(requested, forced),
@@ -112,7 +113,7 @@ KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShap
     WayTiming w;
     w.way = way_name(way);
     w.available = way == AttentionBf16Way::kWidened || native_here;
-    if (w.available && requested == "auto") candidates.push_back(way);
+    if (w.available && requested == "auto" && flops >= min_timed_flops) candidates.push_back(way);
     plan.attention_bf16.push_back(w);
   }
   if (!candidates.empty()) {
@@ -141,13 +142,33 @@ KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShap
   }
   const WayTiming& native = plan.attention_bf16[0];
   const WayTiming& widened = plan.attention_bf16[1];
-  if (requested == "auto") {
-    // Native unless widened is clearly faster: two separate runs on one machine (a test's
-    // straight and resumed runs, a sweep's seeds) should not flip between ways whose times are
-    // within noise of each other.
-    plan.ways.attention_bf16 = native.available && native.ms <= kHysteresis * widened.ms
-                                   ? AttentionBf16Way::kNative
-                                   : AttentionBf16Way::kWidened;
+  // The unit-level preference: native where bf16 dot products outrun fp32 FMAs here.
+  const bool native_unit = native.available && units.bf16_dot >= units.fp32_fma;
+  const AttentionBf16Way preferred =
+      native_unit ? AttentionBf16Way::kNative : AttentionBf16Way::kWidened;
+  if (requested == "auto" && !native.available) {
+    plan.ways.attention_bf16 = AttentionBf16Way::kWidened;
+    plan.how = widened.measured ? "measured; the only way here" : "the only way here";
+  } else if (requested == "auto" && !native.measured) {
+    plan.ways.attention_bf16 = preferred;
+    plan.how = fmt::format(
+        "{:.0f} MFLOP per attention group is too little to time: the way of the faster unit, {} "
+        "at {:.0f} GFLOP/s against {} {:.0f}",
+        flops / 1e6, native_unit ? "bf16 dot products" : "fp32 FMAs",
+        (native_unit ? units.bf16_dot : units.fp32_fma) / 1e9,
+        native_unit ? "fp32 FMAs" : "bf16 dot products",
+        (native_unit ? units.fp32_fma : units.bf16_dot) / 1e9);
+  } else if (requested == "auto") {
+    // The faster unit's way unless the other is clearly faster: two runs on one machine (a
+    // test's straight and resumed runs, a sweep's seeds) should not flip between ways whose
+    // times are within noise of each other.
+    const WayTiming& pref = plan.attention_bf16[static_cast<int>(preferred)];
+    const WayTiming& other = plan.attention_bf16[1 - static_cast<int>(preferred)];
+    plan.ways.attention_bf16 =
+        other.ms * kHysteresis < pref.ms
+            ? (preferred == AttentionBf16Way::kNative ? AttentionBf16Way::kWidened
+                                                      : AttentionBf16Way::kNative)
+            : preferred;
     plan.how = "measured";
   } else if (forced == AttentionBf16Way::kNative && !native.available) {
     plan.ways.attention_bf16 = AttentionBf16Way::kWidened;

@@ -1,9 +1,10 @@
 // The planner of kernel ways (issue 30; FFTW's planner, cudnn.benchmark): for each family of
 // products with several ways (kernels/kernel_ways.h), time each candidate at the run's own shape
-// for a few milliseconds, the ways taking turns, and take the fastest (the default way unless
-// another is clearly faster). A rate is kept per CPU, thread count, candidate and
-// shape in the peak cache (core/cpu_info.h: the best ever measured here), so a busy moment at
-// start-up cannot make a slower way win for good. `requested` forces a way instead
+// for a few milliseconds, the ways taking turns, and take the fastest (the way of the faster unit
+// unless the other is clearly faster; shapes too small to time take the faster unit's way). A rate
+// is kept per CPU, thread count, candidate and shape in the peak cache (core/cpu_info.h: the best
+// ever measured here), so a busy moment at start-up cannot make a slower way win for good.
+// `requested` forces a way instead
 // ("auto" = measure): the tests run every way on every CPU that has it.
 #pragma once
 
@@ -39,9 +40,23 @@ struct KernelPlan {
   std::string describe() const;
 };
 
+// The arithmetic units the ways run on, as the run measured them (kernels/compute_peaks.h): the
+// unit-level preference (native where bf16 dot products outrun fp32 FMAs) decides shapes too small
+// to time reliably, and ties.
+struct UnitRates {
+  double bf16_dot = 0;  // FLOP/s; 0: none here
+  double fp32_fma = 0;
+};
+
+// Attention groups of fewer FLOPs than this (forward + backward) are not timed: a fraction of a
+// millisecond, where timer and scheduling noise would decide (and two runs could disagree).
+inline constexpr double kMinTimedAttentionFlops = 1e8;
+
 // The ways for a run in `dtype` whose attention has `shape`. requested: "auto", "native" or
 // "widened" (a forced way the CPU or shape cannot run falls back to the other, and says so).
 KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShape& shape,
-                            const std::string& requested, int threads, bool use_cache = true);
+                            const std::string& requested, int threads, const UnitRates& units,
+                            bool use_cache = true,
+                            double min_timed_flops = kMinTimedAttentionFlops);
 
 }  // namespace nanogpt

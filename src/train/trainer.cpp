@@ -294,8 +294,8 @@ class TrainingRun {
       metrics_ = MetricsLog(metrics_path, from == "resume");
     }
 
-    const KernelPlan kernel_plan = choose_kernel_ways();
     peaks_ = measure_compute_peaks(dtype_, threads_);
+    const KernelPlan kernel_plan = choose_kernel_ways();
     const MfuPeak mfu_peak = mfu_peak_for(peaks_);
     mfu_peak_flops_ = mfu_peak.flops_per_s;
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
@@ -368,18 +368,19 @@ class TrainingRun {
     const ModelConfig& m = config_.model;
     const AttentionShape shape{static_cast<int>(config_.batch_size), m.block_size, m.n_embd,
                                m.n_head, static_cast<float>(m.dropout)};
+    const UnitRates units{peaks_.bf16_dot.flops_per_s, peaks_.fp32_fma.flops_per_s};
     KernelPlan plan;
     AttentionBf16Way saved = AttentionBf16Way::kNative;
     if (dtype_ == DType::kBF16 && config_.kernel_choice == "auto" && saved_attention_way_ &&
         parse_way(*saved_attention_way_, saved)) {
       // The forced plan says what this CPU can run without timing anything.
-      plan = plan_kernel_ways(ctx_, dtype_, shape, way_name(saved), threads_);
+      plan = plan_kernel_ways(ctx_, dtype_, shape, way_name(saved), threads_, units);
       plan.how = plan.ways.attention_bf16 == saved
                      ? "kept from the checkpoint"
                      : "the checkpoint's 'native' has no kernel on this CPU: widened, whose "
                        "rounding differs slightly";
     } else {
-      plan = plan_kernel_ways(ctx_, dtype_, shape, config_.kernel_choice, threads_);
+      plan = plan_kernel_ways(ctx_, dtype_, shape, config_.kernel_choice, threads_, units);
     }
     int way = static_cast<int>(plan.ways.attention_bf16);
     comm_->broadcast(&way, sizeof(way), 0);

@@ -1,7 +1,8 @@
 // Kernel ways (kernels/kernel_ways.h) and their planner (kernels/kernel_planner.h): the context's
 // way selects the bf16 attention kernel (native: the bf16 kernel's bits; widened: the float32
 // kernel's on widened inputs, on every CPU); 'auto' times every way this CPU has at the shape and
-// takes the faster (native unless widened is more than 10% faster); a forced way is taken without
+// takes the faster (the faster unit's way unless the other is more than 10% faster), and below
+// the size worth timing takes the faster unit's way; a forced way is taken without
 // timing, a forced native way the CPU lacks falls back to widened and says so; a bad value is
 // named; outside bfloat16 there is no choice.
 #include "kernels/kernel_planner.h"
@@ -60,7 +61,10 @@ TEST(KernelWays, TheContextsWaySelectsTheAttentionKernel) {
 TEST(KernelPlanner, AutoTimesEveryWayHereAndTakesTheFaster) {
   KernelContext ctx;
   const AttentionShape shape{4, 64, 128, 2, 0.0f};
-  const KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "auto", 2, false);
+  // The unit rates of a CPU whose bf16 dot products run at twice the FMA rate (Zen 5); timed
+  // whatever the size.
+  const UnitRates units{800e9, 400e9};
+  const KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "auto", 2, units, false, 0);
   ASSERT_EQ(plan.attention_bf16.size(), 2u);
   const WayTiming& native = plan.attention_bf16[0];
   const WayTiming& widened = plan.attention_bf16[1];
@@ -73,23 +77,48 @@ TEST(KernelPlanner, AutoTimesEveryWayHereAndTakesTheFaster) {
   const bool native_wins = native.available && native.ms <= 1.1 * widened.ms;  // (hysteresis)
   EXPECT_EQ(plan.ways.attention_bf16,
             native_wins ? AttentionBf16Way::kNative : AttentionBf16Way::kWidened);
-  EXPECT_EQ(plan.how, "measured");
+  EXPECT_EQ(plan.how, native.available ? "measured" : "measured; the only way here");
   EXPECT_NE(plan.describe().find("attention bf16: "), std::string::npos) << plan.describe();
   EXPECT_NE(plan.describe().find(" ms"), std::string::npos) << plan.describe();
   EXPECT_EQ(ctx.ways(), KernelWays{});  // timing leaves the context's ways as they were
   RecordProperty("plan", plan.describe());
 }
 
+TEST(KernelPlanner, TooSmallToTimeTakesTheFasterUnitsWay) {
+  KernelContext ctx;
+  const AttentionShape shape{4, 64, 128, 2, 0.0f};  // 12.6 MFLOP per group
+  const bool native_here = cpu::attention_bf16_native(4, 64, 128, 2);
+  // bf16 dot products at twice the FMA rate (Zen 5): native; at half (Intel's Xeons): widened.
+  KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "auto", 2, {800e9, 400e9});
+  EXPECT_FALSE(plan.attention_bf16[0].measured || plan.attention_bf16[1].measured);
+  EXPECT_EQ(plan.ways.attention_bf16,
+            native_here ? AttentionBf16Way::kNative : AttentionBf16Way::kWidened);
+  if (native_here) {
+    EXPECT_NE(plan.how.find("13 MFLOP per attention group is too little to time: the way of the "
+                            "faster unit, bf16 dot products at 800 GFLOP/s against fp32 FMAs 400"),
+              std::string::npos)
+        << plan.how;
+  }
+  plan = plan_kernel_ways(ctx, DType::kBF16, shape, "auto", 2, {229e9, 458e9});
+  EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kWidened);
+  if (native_here) {
+    EXPECT_NE(plan.how.find("fp32 FMAs at 458 GFLOP/s against bf16 dot products 229"),
+              std::string::npos)
+        << plan.how;
+  }
+}
+
 TEST(KernelPlanner, ForcedWaysAreTakenWithoutTiming) {
   KernelContext ctx;
   const AttentionShape shape{4, 64, 128, 2, 0.1f};
-  KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "widened", 2, false);
+  const UnitRates units{800e9, 400e9};
+  KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "widened", 2, units, false);
   EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kWidened);
   EXPECT_FALSE(plan.attention_bf16[0].measured || plan.attention_bf16[1].measured);
   EXPECT_NE(plan.describe().find("-> widened (forced by kernel_choice = 'widened')"),
             std::string::npos)
       << plan.describe();
-  plan = plan_kernel_ways(ctx, DType::kBF16, shape, "native", 2, false);
+  plan = plan_kernel_ways(ctx, DType::kBF16, shape, "native", 2, units, false);
   if (cpu::attention_bf16_native(4, 64, 128, 2)) {
     EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kNative);
   } else {
@@ -97,13 +126,13 @@ TEST(KernelPlanner, ForcedWaysAreTakenWithoutTiming) {
     EXPECT_NE(plan.how.find("no native bf16 kernel"), std::string::npos) << plan.how;
   }
   try {
-    plan_kernel_ways(ctx, DType::kBF16, shape, "onednn", 2, false);
+    plan_kernel_ways(ctx, DType::kBF16, shape, "onednn", 2, units, false);
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("kernel_choice = 'onednn'"), std::string::npos);
   }
   // Outside bfloat16 there is nothing to choose.
-  plan = plan_kernel_ways(ctx, DType::kF32, shape, "auto", 2, false);
+  plan = plan_kernel_ways(ctx, DType::kF32, shape, "auto", 2, units, false);
   EXPECT_TRUE(plan.attention_bf16.empty());
   EXPECT_EQ(plan.describe(), "");
 }
