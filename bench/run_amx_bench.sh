@@ -65,9 +65,12 @@ for part in $PARTS; do
       fi ;;
     w4)
       echo "## W4 attention fwd+bwd, float32 against bfloat16 (the way chosen here)"
-      "$ROOT/build/bench_kernels" --benchmark_filter='BM_AttentionW4/[0-9]+/0$|BM_AttentionW4Bf16' \
+      # (the way BM_AttentionW4Bf16 runs is its label, shown on a single run's line)
+      "$ROOT/build/bench_kernels" --benchmark_filter='BM_AttentionW4Bf16/1024' \
+        --benchmark_min_time=0.01 2>/dev/null | grep '^BM_' | sed -E 's/.*(attention bf16: )/way at T 1024: \1/'
+      "$ROOT/build/bench_kernels" --benchmark_filter='BM_AttentionW4/[0-9]+/0/|BM_AttentionW4Bf16' \
         --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>/dev/null |
-        grep -E 'median|^BM' ;;
+        grep -E '_median' ;;
     profile)
       echo "## bfloat16 profiles (--profile=True)"
       for w in W1 W2 W3p; do
@@ -77,7 +80,8 @@ for part in $PARTS; do
         (cd "$WORK" && "$NANOGPT" train $(workload_args $w) --dtype=bfloat16 --max_iters=$steps \
            --eval_interval=100000 --eval_iters=1 --always_save_checkpoint=False --profile=True \
            --out_dir=out-amx-profile |
-           grep -E '^(profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total)')
+           grep -E '^(profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total)' |
+           grep -v ' = ')
       done ;;
     *) echo "unknown part '$part' (ways steps peer w4 profile)" >&2; exit 2 ;;
   esac
