@@ -116,12 +116,7 @@ class GpuTrainingRun {
       config_.model = saved;
     } else if (is_torch_checkpoint_file(from)) {
       // nanoGPT's ckpt.pt: its AdamW state and iteration go on the device after the model.
-      nanogpt_ckpt_ = std::make_unique<NanoGptCheckpoint>(
-          read_nanogpt_checkpoint(from, /*with_optimizer=*/true));
-      const double dropout = config_.model.dropout;
-      config_.model = nanogpt_ckpt_->model;
-      config_.model.dropout = dropout;
-      loaded = std::move(nanogpt_ckpt_->params);
+      nanogpt_ckpt_ = start_from_nanogpt(from, config_.model, loaded);
     } else if (from != "scratch") {
       ModelSource src = load_model_source(from, config_.out_dir);
       const double dropout = config_.model.dropout;

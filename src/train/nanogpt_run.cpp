@@ -85,6 +85,17 @@ std::vector<std::string> nanogpt_continuation_log(const NanoGptCheckpoint& ckpt,
                       ckpt.path, seed)};
 }
 
+std::unique_ptr<NanoGptCheckpoint> start_from_nanogpt(const std::string& path, ModelConfig& model,
+                                                      Buffer<float>& params) {
+  auto ckpt =
+      std::make_unique<NanoGptCheckpoint>(read_nanogpt_checkpoint(path, /*with_optimizer=*/true));
+  const double dropout = model.dropout;
+  model = ckpt->model;
+  model.dropout = dropout;
+  params = std::move(ckpt->params);
+  return ckpt;
+}
+
 std::string nanogpt_adamw_outcome(const NanoGptCheckpoint& ckpt, const std::string& optimizer) {
   if (!ckpt.adamw) return " (no optimizer state in the file: AdamW starts afresh)";
   if (optimizer != "adamw") {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -25,6 +26,12 @@ const std::vector<std::string>& nanogpt_shared_train_keys();
 // that are not in `explicit_keys`. Values of the wrong type get a named error.
 std::vector<ConfigAssignment> nanogpt_config_assignments(
     const std::string& ckpt_path, const std::set<std::string>& explicit_keys);
+
+// A trainer starting from nanoGPT's ckpt.pt at `path`: `model` becomes its model_args (dropout
+// stays as configured, as on nanoGPT's resume) and `params` its weights; the AdamW state and the
+// iteration stay in the returned checkpoint until the trainer has an optimizer to take them.
+std::unique_ptr<NanoGptCheckpoint> start_from_nanogpt(const std::string& path, ModelConfig& model,
+                                                      Buffer<float>& params);
 
 // Puts the checkpoint's AdamW moments into `optimizer`'s "m" / "v" arenas for arena elements
 // [begin, end) (the whole arena, or a ZeRO-1 rank's shard) and its step count into steps().

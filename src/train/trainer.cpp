@@ -176,12 +176,7 @@ class TrainingRun {
     } else if (is_torch_checkpoint_file(from)) {
       // nanoGPT's ckpt.pt: weights, model_args, AdamW's state, iter_num (taken after the
       // optimizer exists); dropout stays as configured.
-      nanogpt_ckpt = std::make_unique<NanoGptCheckpoint>(
-          read_nanogpt_checkpoint(from, /*with_optimizer=*/true));
-      const double dropout = config_.model.dropout;
-      config_.model = nanogpt_ckpt->model;
-      config_.model.dropout = dropout;
-      loaded_params = std::move(nanogpt_ckpt->params);
+      nanogpt_ckpt = start_from_nanogpt(from, config_.model, loaded_params);
     } else if (from != "scratch") {
       // Weights file: the shape (and GELU form) come from it; dropout stays as configured.
       ModelSource src = load_model_source(from, config_.out_dir);
