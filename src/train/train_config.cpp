@@ -70,6 +70,9 @@ void TrainConfig::validate() const {
   if (shape.vocab_size == 0) shape.vocab_size = 1;  // resolved later from the dataset
   shape.validate();
   optim.validate();
+  CHECK(context_warmup_start >= 1 && context_warmup_start <= (int64_t{1} << 30),
+        "context_warmup_start = {}: expected a context >= 1", context_warmup_start);
+  context_schedule().validate();
 }
 
 std::string TrainConfig::resolve_auto_dtype() {

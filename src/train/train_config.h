@@ -8,6 +8,7 @@
 
 #include "model/model_config.h"
 #include "optim/optim_config.h"
+#include "train/context_schedule.h"
 
 namespace nanogpt {
 
@@ -32,6 +33,8 @@ struct TrainConfig {
   int64_t batch_size = 12;
   std::string data_mode = "auto";
   std::string sampling = "random";
+  int64_t context_warmup_iters = 0;  // train/context_schedule.h
+  int64_t context_warmup_start = 64;
   // model and optimizer
   ModelConfig model;
   OptimConfig optim;
@@ -93,6 +96,13 @@ struct TrainConfig {
       "'auto' (preload the token files up to 1 GiB and a quarter of the memory available, else "
       "mmap), 'preload' (read them into RAM) or 'mmap' (map them; RSS stays bounded)");
     v("sampling", sampling, "'random' (nanoGPT offsets) or 'sequential' (llm.c contiguous)");
+    v("context_warmup_iters", context_warmup_iters,
+      "sequence-length warmup: over the first this many iterations the model trains on shorter "
+      "contexts, from context_warmup_start doubling at equal shares of them up to block_size "
+      "(each (B, block_size) batch cut into B * block_size / T' sequences of T': the same "
+      "tokens per step); 0 = off, block_size throughout");
+    v("context_warmup_start", context_warmup_start,
+      "with context_warmup_iters > 0: the first context (block_size / it a power of two)");
     model.visit(v);
     optim.visit(v);
     v("max_iters", max_iters, "total optimizer steps");
@@ -154,6 +164,10 @@ struct TrainConfig {
     v("wandb_run_name", wandb_run_name, "accepted for nanoGPT configs; no effect");
   }
 
+  // The sequence-length warmup of these keys (context_schedule.h).
+  ContextSchedule context_schedule() const {
+    return {model.block_size, context_warmup_iters, static_cast<int>(context_warmup_start)};
+  }
   // data_dir if set, else data/<dataset>.
   std::string resolved_data_dir() const { return data_dir.empty() ? "data/" + dataset : data_dir; }
   // Throws nanogpt::Error naming the key and what to change (model.vocab_size may still be 0).

@@ -327,6 +327,9 @@ class TrainingRun {
                     data_dir_, train_loader_->num_tokens(), eval_loaders_[1]->num_tokens(),
                     train_loader_->mode_description(), config_.sampling, tokens_per_iter_,
                     config_.batch_size, m.block_size, config_.gradient_accumulation_steps));
+    if (const std::string warmup = config_.context_schedule().describe(); !warmup.empty()) {
+      say("sequence-length warmup: " + warmup + "; the same tokens per iteration");
+    }
     say(fmt::format(
         "compute: {} threads on {}, kernels for {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU "
         "is relative to "
@@ -639,6 +642,7 @@ class TrainingRun {
     const int B = static_cast<int>(config_.batch_size);
     const int T = config_.model.block_size;
     const int64_t accum = config_.gradient_accumulation_steps;
+    const ContextSchedule contexts = config_.context_schedule();
     Batch batch(static_cast<int64_t>(B) * T);
     double running_mfu = -1;
     loop_timer_ = Timer();
@@ -670,6 +674,9 @@ class TrainingRun {
 
       Timer step_timer;
       const double lr = learning_rate_at(config_.optim, iter_num_);
+      // The sequence-length warmup: the (B, T) batch as (B * T / Tc, Tc), the same tokens.
+      const int Tc = contexts.context_at(iter_num_);
+      const int Bc = B * (T / Tc);
       double loss_sum = 0;
       const int64_t local_accum = dp_->local_accumulation();
       for (int64_t micro = 0; micro < local_accum; ++micro) {
@@ -679,7 +686,7 @@ class TrainingRun {
           if (config_.profile) profile_.add(OpClass::kData, data_timer.seconds(), 0, 0);
         }
         loss_sum += model_->forward(
-            ctx_, batch.inputs.data(), batch.targets.data(), B, T,
+            ctx_, batch.inputs.data(), batch.targets.data(), Bc, Tc,
             /*training=*/true, dropout_seed_for(config_.seed, iter_num_, dp_->global_micro(micro)),
             /*grad_scale=*/scaler_.scale() / static_cast<float>(accum));
         dp_->before_backward(*model_, micro + 1 == local_accum);
@@ -729,8 +736,9 @@ class TrainingRun {
       result_.last_train_loss = loss;
       ++result_.steps_run;
 
-      double mfu = model_flops_utilization(fpt_, static_cast<double>(tokens_per_iter_), ms / 1e3,
-                                           mfu_peak_flops_);
+      double mfu =
+          model_flops_utilization(Tc == T ? fpt_ : flops_per_token_at(Tc),
+                                  static_cast<double>(tokens_per_iter_), ms / 1e3, mfu_peak_flops_);
       running_mfu = running_mfu < 0 ? mfu : 0.9 * running_mfu + 0.1 * mfu;
       double tok_s = static_cast<double>(tokens_per_iter_) / (ms / 1e3);
       if (iter_num_ % config_.log_interval == 0) {
@@ -813,6 +821,12 @@ class TrainingRun {
   // Measured peaks (bf16: 0 unless a bfloat16 run on a CPU with bf16 dot products) and the one
   // MFU is taken against (metrics.h, mfu_peak_for).
   ComputePeaks peaks_;  // the measured peaks of the run's arithmetic units
+  // FLOPs per token at context Tc (the sequence-length warmup's): attention over Tc positions.
+  double flops_per_token_at(int Tc) const {
+    ModelConfig shorter = config_.model;
+    shorter.block_size = Tc;
+    return flops_per_token(shorter, model_->table().num_params_for_mfu());
+  }
   double mfu_peak_flops_ = 0, fpt_ = 0;
   int64_t tokens_per_iter_ = 0;
   TimeToTarget target_;  // off unless target_loss > 0

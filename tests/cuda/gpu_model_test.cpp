@@ -233,6 +233,10 @@ TEST(GpuModelHost, RefusesWhatTheGpuDoesNotRunByName) {
   EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--dtype=bfloat16"),
             std::string::npos);
   t.dtype = "bfloat16";
+  t.context_warmup_iters = 100;
+  EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--context_warmup_iters=0"),
+            std::string::npos);
+  t.context_warmup_iters = 0;
   EXPECT_EQ(message([&] { check_gpu_training_config(t); }), "no error");
 }
 
