@@ -53,6 +53,10 @@ void check_gpu_training_config(const TrainConfig& c) {
   if (c.dtype == "float16") refuse("dtype = 'float16'", "use --dtype=bfloat16 (or float32)");
   if (c.zero_stage != 0) refuse("zero_stage = 1", "use --zero_stage=0 on one GPU");
   if (c.target_loss > 0) refuse("target_loss (time to target)", "use --device=cpu for it");
+  if (c.optim.embedding_learning_rate > 0 || c.optim.head_learning_rate > 0) {
+    refuse("embedding_learning_rate / head_learning_rate",
+           "leave them at 0 (learning_rate for every tensor), or use --device=cpu for them");
+  }
   if (c.context_warmup_iters > 0) {
     refuse("context_warmup_iters (the sequence-length warmup)",
            "use --context_warmup_iters=0, or --device=cpu for it");

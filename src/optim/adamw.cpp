@@ -6,7 +6,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optim/adamw.cpp"
 #include "optim/adamw.h"
-#include "optim/elementwise.h"
 
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
@@ -15,8 +14,10 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu/convert.h"  // narrow: the rounding of cpu::convert, one block at a time
+#include "optim/elementwise.h"
 
 #ifndef NANOGPT_OPTIM_ADAMW_TYPES_
 #define NANOGPT_OPTIM_ADAMW_TYPES_
@@ -91,17 +92,31 @@ HWY_EXPORT(AdamwUpdateFused);
 
 namespace {
 
-// In parallel, for every tensor of `specs`: body(k, offset, n) on this thread's slice of it, with
-// k.keep the tensor's weight-decay factor (decay_factor, or 1 for tensors without decay).
+// Each tensor's scalars: k with its learning rate lr * factor (the step size lr * factor / (1 -
+// b1^t)) and its weight-decay factor keep = 1 - lr * factor * wd (1 for tensors without decay).
+// A factor of 1 gives the scalars of lr exactly.
+std::vector<AdamWScalars> per_tensor(const std::vector<ParamSpec>& specs,
+                                     const std::vector<double>& factors, const AdamWScalars& k,
+                                     double lr, double bias_correction1, double weight_decay) {
+  std::vector<AdamWScalars> out(specs.size(), k);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const double rate = factors[i] == 1.0 ? lr : lr * factors[i];
+    out[i].step_size = static_cast<float>(rate / bias_correction1);
+    out[i].keep = specs[i].decay ? static_cast<float>(1.0 - rate * weight_decay) : 1.0f;
+  }
+  return out;
+}
+
+// In parallel, for every tensor i of `specs`: body(k[i], offset, n) on this thread's slice of it.
 template <class Body>
-void for_each_thread_slice(const std::vector<ParamSpec>& specs, AdamWScalars k, float decay_factor,
+void for_each_thread_slice(const std::vector<ParamSpec>& specs, const std::vector<AdamWScalars>& k,
                            Body body) {
 #pragma omp parallel
   {
     const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    AdamWScalars local = k;
-    for (const auto& s : specs) {
-      local.keep = s.decay ? decay_factor : 1.0f;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const ParamSpec& s = specs[i];
+      const AdamWScalars& local = k[i];
       // The same slices in step() and step_fused(), whatever the thread count does to their edges.
       const auto [begin, end] = optim_loops::thread_slice(s.numel, nt, tid);
       body(local, s.offset + begin, end - begin);
@@ -123,6 +138,18 @@ AdamW::AdamW(const ParamTable& table, double beta1, double beta2, double weight_
   for (const auto& s : table.specs()) {
     if (!(skip_hidden_matrices && s.hidden_matrix)) stepped_.push_back(s);
   }
+  lr_factors_.assign(stepped_.size(), 1.0);
+}
+
+void AdamW::set_lr_factors(const OptimConfig& config) {
+  for (size_t i = 0; i < stepped_.size(); ++i)
+    lr_factors_[i] = config.lr_factor_of(stepped_[i].name);
+}
+
+std::vector<AdamWScalars> AdamW::scalars_per_tensor(double lr) {
+  const AdamWScalars k = scalars(lr);
+  const double bias_correction1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
+  return per_tensor(stepped_, lr_factors_, k, lr, bias_correction1, weight_decay_);
 }
 
 AdamWScalars AdamW::scalars(double lr) {
@@ -142,7 +169,7 @@ AdamWScalars AdamW::scalars(double lr) {
 void AdamW::step(float* params, const float* grads, double lr) {
   float* m_all = m_.data();
   float* v_all = v_.data();
-  for_each_thread_slice(stepped_, scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
+  for_each_thread_slice(stepped_, scalars_per_tensor(lr),
                         [&](const AdamWScalars& k, int64_t off, int64_t n) {
                           HWY_DYNAMIC_DISPATCH(AdamwUpdatePlain)
                           (params + off, grads + off, m_all + off, v_all + off, n, k);
@@ -156,7 +183,7 @@ void AdamW::step_fused(float* params, float* grads, double lr, const FusedStepEx
   float* v_all = v_.data();
   // The same slices as step(), walked in blocks so that each block of updated params is still in
   // L1 when it is rounded into the 16-bit copy.
-  for_each_thread_slice(stepped_, scalars(lr), static_cast<float>(1.0 - lr * weight_decay_),
+  for_each_thread_slice(stepped_, scalars_per_tensor(lr),
                         [&](const AdamWScalars& k, int64_t off0, int64_t n0) {
                           for (int64_t b = 0; b < n0; b += cpu::kConvertBlock) {
                             const int64_t off = off0 + b, n = std::min(cpu::kConvertBlock, n0 - b);

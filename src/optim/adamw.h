@@ -3,6 +3,8 @@
 // One fused, vectorized, OpenMP pass over each tensor; moments m, v live in the parameter layout.
 #pragma once
 
+#include <vector>
+
 #include "core/buffer.h"
 #include "optim/optimizer.h"
 
@@ -27,13 +29,20 @@ class AdamW : public Optimizer {
   // 16-bit copy, g = 0; bit-identical to the separate passes.
   void step_fused(float* params, float* grads, double lr, const FusedStepExtras& extras) override;
   std::vector<OptimizerStateTensor> state_tensors() override;
+  // Learning rates of their own (config.lr_factor_of: embedding_learning_rate,
+  // head_learning_rate): tensor i steps with lr * factor_i and decays by 1 - lr * factor_i * wd.
+  // Without this call every factor is 1.
+  void set_lr_factors(const OptimConfig& config);
 
  private:
+  // scalars(lr), then each stepped tensor's step size and decay factor (its lr factor).
+  std::vector<AdamWScalars> scalars_per_tensor(double lr);
   // ++steps and this step's scalars (keep = 1; the caller sets it per tensor).
   AdamWScalars scalars(double lr);
 
   ParamTable table_;
   std::vector<ParamSpec> stepped_;  // the tensors of table_ it updates
+  std::vector<double> lr_factors_;  // (stepped_.size()) learning rate over lr, 1 by default
   double beta1_, beta2_, weight_decay_, eps_;
   Buffer<float> m_;  // (total_numel) first moments
   Buffer<float> v_;  // (total_numel) second moments

@@ -117,6 +117,7 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
              config.beta2, config.weight_decay, 1e-8, tracker, /*skip_hidden_matrices=*/true) {
   CHECK(sharing_.world >= 1 && sharing_.rank >= 0 && sharing_.rank < sharing_.world,
         "Muon: rank {} of {} ranks is not a valid rank", sharing_.rank, sharing_.world);
+  adamw_.set_lr_factors(config);
   CHECK(sharing_.world == 1 || sharing_.broadcast,
         "Muon: {} ranks share the orthogonalizations but no broadcast was given", sharing_.world);
   for (const auto& s : table_.specs()) {

@@ -2,6 +2,7 @@
 #include "optim/optim_config.h"
 
 #include <cmath>
+#include <utility>
 
 #include "core/check.h"
 
@@ -33,6 +34,19 @@ void OptimConfig::validate() const {
         "cooldown)",
         cooldown);
   CHECK(warmup_iters >= 0, "warmup_iters = {}: expected >= 0", warmup_iters);
+  for (const auto& [key, value] : {std::pair{"embedding_learning_rate", embedding_learning_rate},
+                                   std::pair{"head_learning_rate", head_learning_rate}}) {
+    CHECK(std::isfinite(value) && value >= 0.0,
+          "{} = {}: expected a finite learning rate >= 0 (0: learning_rate's)", key, value);
+    CHECK(value == 0.0 || learning_rate > 0.0,
+          "{} = {} with learning_rate = 0: the schedule scales it by lr(t) / learning_rate, which "
+          "needs learning_rate > 0",
+          key, value);
+    CHECK(value == 0.0 || optimizer != "sgd",
+          "{} = {} with optimizer = 'sgd': learning rates of their own for the embeddings and "
+          "the head are for 'adamw' and 'muon' (AdamW's group); drop the key or change optimizer",
+          key, value);
+  }
   validate_muon();
   if (decay_lr && lr_schedule != "constant") {
     CHECK(lr_decay_iters >= warmup_iters,
@@ -40,6 +54,16 @@ void OptimConfig::validate() const {
           "(set lr_decay_iters to about max_iters)",
           lr_decay_iters, warmup_iters);
   }
+}
+
+double OptimConfig::lr_factor_of(const std::string& param_name) const {
+  if (embedding_learning_rate > 0.0 && (param_name == "wte.weight" || param_name == "wpe.weight")) {
+    return embedding_learning_rate / learning_rate;
+  }
+  if (head_learning_rate > 0.0 && param_name == "lm_head.weight") {
+    return head_learning_rate / learning_rate;
+  }
+  return 1.0;
 }
 
 void OptimConfig::validate_muon() const {

@@ -20,6 +20,8 @@ struct OptimConfig {
   int64_t warmup_iters = 2000;
   int64_t lr_decay_iters = 600000;
   double min_lr = 6e-5;
+  double embedding_learning_rate = 0;  // 0: learning_rate (AdamW's group, any optimizer but sgd)
+  double head_learning_rate = 0;       // 0: learning_rate
   double cooldown_fraction = 0.2;    // lr_schedule 'wsd' only
   std::string cooldown = "linear";  // lr_schedule 'wsd' only
   // optimizer 'muon' only (optim/muon.h)
@@ -54,6 +56,13 @@ struct OptimConfig {
     v("warmup_iters", warmup_iters, "linear warmup steps");
     v("lr_decay_iters", lr_decay_iters, "step at which the decay reaches min_lr (~ max_iters)");
     v("min_lr", min_lr, "learning rate at the end of decay (~ learning_rate / 10)");
+    v("embedding_learning_rate", embedding_learning_rate,
+      "optimizers 'adamw' and 'muon': peak learning rate of the embeddings (wte, wpe; with a "
+      "tied head wte is the head too), scheduled like learning_rate (times lr(t) / "
+      "learning_rate); 0 = learning_rate");
+    v("head_learning_rate", head_learning_rate,
+      "optimizers 'adamw' and 'muon': peak learning rate of the untied head (lm_head, "
+      "tie_embeddings = False), scheduled like learning_rate; 0 = learning_rate");
     v("cooldown_fraction", cooldown_fraction,
       "lr_schedule 'wsd': the cooldown to min_lr takes this fraction (0 < f <= 1) of "
       "lr_decay_iters and ends at lr_decay_iters, where cosine's decay ends (it starts at "
@@ -82,6 +91,10 @@ struct OptimConfig {
       "optimizer 'muon': the Muon momentum at the first step of muon_momentum_warmup_iters "
       "(0 <= start < 1)");
   }
+
+  // The AdamW group's learning rate of tensor `param_name` over learning_rate: the factor of
+  // embedding_learning_rate (wte, wpe) or head_learning_rate (lm_head) when set, else 1.
+  double lr_factor_of(const std::string& param_name) const;
 
   // Throws nanogpt::Error naming the key and what to change.
   void validate() const;

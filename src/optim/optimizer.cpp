@@ -2,6 +2,7 @@
 #include "optim/optimizer.h"
 
 #include <cstring>
+#include <utility>
 
 #include "core/check.h"
 #include "kernels/ops_lowp.h"
@@ -39,8 +40,10 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const Param
   } else if (config.optimizer == "muon") {
     optimizer = std::make_unique<Muon>(table, config, tracker, runtime);
   } else {
-    optimizer = std::make_unique<AdamW>(stepped, config.beta1, config.beta2, config.weight_decay,
-                                        1e-8, tracker);
+    auto adamw = std::make_unique<AdamW>(stepped, config.beta1, config.beta2, config.weight_decay,
+                                         1e-8, tracker);
+    adamw->set_lr_factors(config);
+    optimizer = std::move(adamw);
   }
   // The estimator sizes optimizer state from optimizer_state_tensor_count: keep them in step.
   CHECK(static_cast<int>(optimizer->state_tensors().size()) == optimizer_state_tensor_count(config),

@@ -237,6 +237,10 @@ TEST(GpuModelHost, RefusesWhatTheGpuDoesNotRunByName) {
   EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--context_warmup_iters=0"),
             std::string::npos);
   t.context_warmup_iters = 0;
+  t.optim.head_learning_rate = 1e-3;
+  EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("head_learning_rate"),
+            std::string::npos);
+  t.optim.head_learning_rate = 0;
   EXPECT_EQ(message([&] { check_gpu_training_config(t); }), "no error");
 }
 

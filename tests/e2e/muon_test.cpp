@@ -67,6 +67,21 @@ TEST_F(MuonCli, LearnsAndResumesBitExactWithAccumulationAndDropout) {
   EXPECT_LT(loss[15], loss[0] - 0.3) << "16 Muon steps should lower the loss visibly";
 }
 
+// Learning rates of their own for the embeddings and the untied head: resumed bit for bit, and
+// the run is another one than with learning_rate for every tensor.
+TEST_F(MuonCli, EmbeddingAndHeadRatesResumeBitExact) {
+  const std::string rates =
+      "--tie_embeddings=False --embedding_learning_rate=2e-2 --head_learning_rate=1e-3";
+  expect_bit_exact_resume(dir_, rates, "rates");
+  expect_bit_exact_resume(dir_, rates + std::string(" --dtype=bfloat16"), "rates_bf16");
+  RunResult one_rate = run_nanogpt(dir_, std::string("train ") + kTinyMuon +
+                                             " --eval_interval=5 --tie_embeddings=False "
+                                             "--max_iters=16 --lr_decay_iters=16 --out_dir=one");
+  ASSERT_EQ(one_rate.exit_code, 0) << one_rate.output;
+  EXPECT_NE(loss_records(dir_ + "/one/metrics.jsonl"),
+            loss_records(dir_ + "/s_rates/metrics.jsonl"));
+}
+
 TEST_F(MuonCli, ResumesBitExactInBfloat16AndFloat16) {
   expect_bit_exact_resume(dir_, "--dtype=bfloat16", "bf16");
   expect_bit_exact_resume(dir_, "--dtype=float16", "fp16");

@@ -27,6 +27,24 @@ TEST(MuonDataParallel, TwoRanksEqualOneRank) {
   EXPECT_LT(l1.back(), l1.front() - 0.1) << "the run should learn, else equality proves little";
 }
 
+// Learning rates of their own for the embeddings and the untied head: every rank applies the same
+// factors, and a ZeRO-1 shard's tensors keep their names (and so their factors).
+TEST(MuonDataParallel, EmbeddingAndHeadRatesTwoRanksEqualOneRankPlainAndZeroOne) {
+  std::string dir = prepared_dir("muon_rates");
+  const std::string rates =
+      " --tie_embeddings=False --embedding_learning_rate=3e-2 --head_learning_rate=2e-3";
+  RunResult one = run_single(dir, "train " + muon_keys("r1") + rates + " --max_iters=8");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  RunResult two = run_ranks(dir, 2, "train " + muon_keys("r2") + rates + " --max_iters=8");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  RunResult zero =
+      run_ranks(dir, 2, "train " + muon_keys("rz") + rates + " --max_iters=8 --zero_stage=1");
+  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  const auto l1 = losses(dir + "/r1/metrics.jsonl");
+  expect_same_losses(l1, losses(dir + "/r2/metrics.jsonl"), "muon rates, 1 rank vs 2 ranks");
+  expect_same_losses(l1, losses(dir + "/rz/metrics.jsonl"), "muon rates, 1 rank vs ZeRO-1");
+}
+
 TEST(MuonDataParallel, ResumesFromTwoRanksOnOne) {
   std::string dir = prepared_dir("muon_resume");
   RunResult whole = run_single(dir, "train " + muon_keys("whole") + " --max_iters=8");

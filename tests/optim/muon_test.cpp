@@ -363,12 +363,15 @@ TEST(Muon, MatricesSpreadOverThreadsGiveTheOneThreadValues) {
 
 // The AdamW group is AdamW: the non-hidden tensors move exactly as under optimizer 'adamw' with
 // the same keys; the hidden matrices do not (Muon moves them), and their "v" slots stay zero.
-TEST(Muon, OtherTensorsStepExactlyAsAdamW) {
-  const ParamTable table(small_model());
+void expect_other_tensors_step_as_adamw(bool own_rates) {
+  ModelConfig model = small_model();
+  model.tie_embeddings = !own_rates;
+  const ParamTable table(model);
   RandomSteps run(table, 3, 21);
   OptimConfig c;
   c.optimizer = "muon";
   c.muon_weight_decay = 0.1;
+  if (own_rates) c.embedding_learning_rate = 4e-3, c.head_learning_rate = 2e-4;
   auto muon = make_optimizer(c, table);
   c.optimizer = "adamw";
   auto adamw = make_optimizer(c, table);
@@ -389,6 +392,15 @@ TEST(Muon, OtherTensorsStepExactlyAsAdamW) {
     if (s.hidden_matrix) {
       EXPECT_NE(pm[s.offset], run.params[s.offset]) << s.name << " did not move";
     }
+  }
+}
+
+// The other tensors step exactly as AdamW's, also with learning rates of their own for the
+// embeddings and the head (the second pass: their factors reach Muon's AdamW group).
+TEST(Muon, OtherTensorsStepExactlyAsAdamW) {
+  for (const bool own_rates : {false, true}) {
+    SCOPED_TRACE(own_rates ? "embedding and head rates" : "one rate");
+    expect_other_tensors_step_as_adamw(own_rates);
   }
 }
 
@@ -517,6 +529,23 @@ TEST(Muon, ConfigErrorsNameTheKey) {
   expect_invalid(c, "learning_rate = 0 with optimizer = 'muon'");
   c.optimizer = "adamw";
   EXPECT_NO_THROW(c.validate());  // learning_rate 0 stays valid for AdamW
+}
+
+TEST(Optimizer, EmbeddingAndHeadRateErrorsNameTheKey) {
+  OptimConfig c;
+  c.embedding_learning_rate = -1e-3;
+  expect_invalid(c, "embedding_learning_rate = -0.001: expected a finite learning rate >= 0");
+  c = OptimConfig{};
+  c.head_learning_rate = std::nan("");
+  expect_invalid(c, "head_learning_rate = nan");
+  c = OptimConfig{};
+  c.optimizer = "sgd";
+  c.head_learning_rate = 1e-2;
+  expect_invalid(c, "head_learning_rate = 0.01 with optimizer = 'sgd'");
+  c = OptimConfig{};
+  c.learning_rate = 0;
+  c.embedding_learning_rate = 0.1;
+  expect_invalid(c, "embedding_learning_rate = 0.1 with learning_rate = 0");
 }
 
 TEST(Muon, RefusesATableWhoseMatricesWereFlattened) {

@@ -55,6 +55,55 @@ TEST(AdamW, MatchesTorchAdamW) {
   EXPECT_EQ(opt.steps(), 6);
 }
 
+// embedding_learning_rate / head_learning_rate: torch.optim.AdamW with the embeddings and the
+// untied head in param groups of their own, each at its factor of the scheduled rate.
+TEST(AdamW, LearningRatesOfTheirOwnMatchTorchParamGroups) {
+  ModelConfig model = tiny_model_config();
+  model.tie_embeddings = false;
+  const ParamTable table(model);
+  ASSERT_NE(table.find("lm_head.weight"), nullptr);
+  const auto fx = load_optim_fixture();
+  const auto& cfg = fx.at("adamw_group_rates");
+  OptimConfig config;
+  config.learning_rate = 1e-3;
+  config.embedding_learning_rate = 1e-3 * cfg.at("embedding_factor").get<double>();
+  config.head_learning_rate = 1e-3 * cfg.at("head_factor").get<double>();
+  config.beta1 = 0.9, config.beta2 = 0.95, config.weight_decay = 0.1;
+  EXPECT_DOUBLE_EQ(config.lr_factor_of("wte.weight"), 5.0);
+  EXPECT_DOUBLE_EQ(config.lr_factor_of("wpe.weight"), 5.0);
+  EXPECT_DOUBLE_EQ(config.lr_factor_of("lm_head.weight"), 0.5);
+  EXPECT_EQ(config.lr_factor_of("h.0.attn.c_attn.weight"), 1.0);
+  auto opt = make_optimizer(config, table);
+  auto with_head = [&](nlohmann::json by_name, const nlohmann::json& head) {
+    by_name["lm_head.weight"] = head;
+    return by_name;
+  };
+  std::vector<float> params =
+      to_arena(table, with_head(tensor_field(fx, "init"), cfg.at("head_init")));
+  const auto& lrs = fx.at("lrs");
+  for (size_t k = 0; k < lrs.size(); ++k) {
+    std::vector<float> grads = to_arena(
+        table,
+        with_head(tensor_field(fx, "grads", static_cast<int>(k)), cfg.at("head_grads").at(k)));
+    opt->step(params.data(), grads.data(), lrs[k].get<double>());
+  }
+  expect_close(table, params, to_arena(table, cfg.at("final")), 2e-6, 1e-5);
+  // and not the plain AdamW's trajectory: the factors moved the embeddings and the head
+  AdamW plain(table, 0.9, 0.95, 0.1);
+  std::vector<float> same =
+      to_arena(table, with_head(tensor_field(fx, "init"), cfg.at("head_init")));
+  for (size_t k = 0; k < lrs.size(); ++k) {
+    std::vector<float> grads = to_arena(
+        table,
+        with_head(tensor_field(fx, "grads", static_cast<int>(k)), cfg.at("head_grads").at(k)));
+    plain.step(same.data(), grads.data(), lrs[k].get<double>());
+  }
+  const ParamSpec& wte = table.at("wte.weight");
+  EXPECT_GT(std::abs(params[wte.offset] - same[wte.offset]), 1e-4);
+  const ParamSpec& ln = table.at("ln_f.weight");
+  EXPECT_EQ(params[ln.offset], same[ln.offset]);
+}
+
 TEST(Sgd, MatchesTorchSgdWithMomentum) {
   const ParamTable table(tiny_model_config());
   const auto fx = load_optim_fixture();
