@@ -20,6 +20,7 @@
 #   env: SEEDS=3  OUT=build/bench_work/speedrun  ABLATION=1 (0: the records only)
 #        RECIPES="nanogpt ours" (which recipes to run)  DOC=docs/speedrun.md
 #        NANOGPT_BABY_ITERS=300 (the baby track: where nanoGPT's runs stop)
+#        COMMAND_NOTE: the doc's "Command of this bench" text, when several invocations made it
 #        HELDOUT=9001,...,9005: our recipe once more on these seeds, which no search used (the
 #        searches take 1337, 1338, ...), for the records table's held-out column; "" skips it
 set -euo pipefail
@@ -119,5 +120,5 @@ for track in $TRACKS; do
 done
 
 python3 bench/speedrun_table.py "$OUT" "$DOC" "$("$BIN" --version | head -1)" \
-  "bash bench/speedrun.sh \"$TRACKS\" (SEEDS=$SEEDS ABLATION=$ABLATION)"
+  "${COMMAND_NOTE:-bash bench/speedrun.sh \"$TRACKS\" (SEEDS=$SEEDS ABLATION=$ABLATION RECIPES=\"$RECIPES\" HELDOUT=$HELDOUT)}"
 echo "wrote $DOC"
