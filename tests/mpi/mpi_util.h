@@ -71,4 +71,21 @@ inline void expect_same_losses(const std::vector<double>& a, const std::vector<d
   }
 }
 
+// `train <keys>` on 1 rank, on 2 ranks and on 2 ranks with ZeRO-1 (out_dirs <tag>1, <tag>2,
+// <tag>z under dir): the same losses within the reduction-order tolerance, and a run that learns.
+inline void expect_one_two_and_zero_one_ranks_agree(const std::string& dir, const std::string& keys,
+                                                    const std::string& tag) {
+  RunResult one = run_single(dir, "train " + keys + " --out_dir=" + tag + "1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  RunResult two = run_ranks(dir, 2, "train " + keys + " --out_dir=" + tag + "2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  RunResult zero = run_ranks(dir, 2, "train " + keys + " --zero_stage=1 --out_dir=" + tag + "z");
+  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  const auto l1 = losses(dir + "/" + tag + "1/metrics.jsonl");
+  expect_same_losses(l1, losses(dir + "/" + tag + "2/metrics.jsonl"), tag + ", 1 rank vs 2 ranks");
+  expect_same_losses(l1, losses(dir + "/" + tag + "z/metrics.jsonl"), tag + ", 1 rank vs ZeRO-1");
+  ASSERT_FALSE(l1.empty());
+  EXPECT_LT(l1.back(), l1.front() - 0.1) << "the run should learn, else equality proves little";
+}
+
 }  // namespace nanogpt::mpi_test

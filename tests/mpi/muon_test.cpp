@@ -30,19 +30,13 @@ TEST(MuonDataParallel, TwoRanksEqualOneRank) {
 // Learning rates of their own for the embeddings and the untied head: every rank applies the same
 // factors, and a ZeRO-1 shard's tensors keep their names (and so their factors).
 TEST(MuonDataParallel, EmbeddingAndHeadRatesTwoRanksEqualOneRankPlainAndZeroOne) {
-  std::string dir = prepared_dir("muon_rates");
-  const std::string rates =
-      " --tie_embeddings=False --embedding_learning_rate=3e-2 --head_learning_rate=2e-3";
-  RunResult one = run_single(dir, "train " + muon_keys("r1") + rates + " --max_iters=8");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  RunResult two = run_ranks(dir, 2, "train " + muon_keys("r2") + rates + " --max_iters=8");
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  RunResult zero =
-      run_ranks(dir, 2, "train " + muon_keys("rz") + rates + " --max_iters=8 --zero_stage=1");
-  ASSERT_EQ(zero.exit_code, 0) << zero.output;
-  const auto l1 = losses(dir + "/r1/metrics.jsonl");
-  expect_same_losses(l1, losses(dir + "/r2/metrics.jsonl"), "muon rates, 1 rank vs 2 ranks");
-  expect_same_losses(l1, losses(dir + "/rz/metrics.jsonl"), "muon rates, 1 rank vs ZeRO-1");
+  // (the out_dir the helper appends comes after muon_keys' own, and wins)
+  expect_one_two_and_zero_one_ranks_agree(
+      prepared_dir("muon_rates"),
+      muon_keys("unused") +
+          " --tie_embeddings=False --embedding_learning_rate=3e-2 --head_learning_rate=2e-3 "
+          "--max_iters=8",
+      "rates");
 }
 
 TEST(MuonDataParallel, ResumesFromTwoRanksOnOne) {
