@@ -1,7 +1,8 @@
 // Muon (Keller Jordan's published MomentUm Orthogonalized by Newton-schulz) for the hidden
 // matrices (ParamSpec::hidden_matrix: the four matmul weights of each block), AdamW for every
 // other tensor (embeddings, head, gains, biases), each group with its own learning rate and weight
-// decay. Per hidden matrix W (rows, cols) with gradient G, at optimizer step k (0-based):
+// decay (within AdamW's group, the embeddings and the head at embedding_learning_rate /
+// head_learning_rate when set: AdamW::set_lr_factors). Per hidden matrix W (rows, cols) with gradient G, at optimizer step k (0-based):
 //   mu_k = muon_momentum, or during the momentum warmup muon_momentum_start + (muon_momentum -
 //          muon_momentum_start) * k / muon_momentum_warmup_iters
 //   buf = mu_k * buf + G;  D = G + mu_k * buf (Nesterov) or buf
