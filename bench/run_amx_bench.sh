@@ -10,6 +10,8 @@
 #   5. the bfloat16 profiles of W1, W2 and W3' (--profile=True: share, GFLOP/s or GB/s, % of peak).
 # Usage: bash bench/run_amx_bench.sh [steps=3] [parts="ways steps peer w4 profile"]
 #   TORCH2=0 skips part 3's nanoGPT runs. Long: W3' fp32 steps take seconds each on 2 threads.
+#   NANOGPT, BENCH_KERNELS (the binaries, default build/), BENCH_WORK (default build/bench_work) and
+#   TEXT (the corpus) let scripts/gpu_check.sh run it from a carried bundle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/bench_data.sh
@@ -19,7 +21,8 @@ PARTS=${2:-"ways steps peer w4 profile"}
 ROOT=$PWD
 NANOGPT=${NANOGPT:-$ROOT/build/nanogpt}
 [ -x "$NANOGPT" ] || bash scripts/setup.sh >/dev/null
-WORK=$ROOT/build/bench_work; mkdir -p "$WORK"
+BENCH_KERNELS=${BENCH_KERNELS:-$ROOT/build/bench_kernels}
+WORK=${BENCH_WORK:-$ROOT/build/bench_work}; mkdir -p "$WORK"
 prepare_tinyshakespeare "$NANOGPT" "$WORK" char
 prepare_tinyshakespeare "$NANOGPT" "$WORK" gpt2
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -66,9 +69,9 @@ for part in $PARTS; do
     w4)
       echo "## W4 attention fwd+bwd, float32 against bfloat16 (the way chosen here)"
       # (the way BM_AttentionW4Bf16 runs is its label, shown on a single run's line)
-      "$ROOT/build/bench_kernels" --benchmark_filter='BM_AttentionW4Bf16/1024' \
+      "$BENCH_KERNELS" --benchmark_filter='BM_AttentionW4Bf16/1024' \
         --benchmark_min_time=0.01 2>/dev/null | grep '^BM_' | sed -E 's/.*(attention bf16: )/way at T 1024: \1/'
-      "$ROOT/build/bench_kernels" --benchmark_filter='BM_AttentionW4/[0-9]+/0/|BM_AttentionW4Bf16' \
+      "$BENCH_KERNELS" --benchmark_filter='BM_AttentionW4/[0-9]+/0/|BM_AttentionW4Bf16' \
         --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>/dev/null |
         grep -E '_median' ;;
     profile)

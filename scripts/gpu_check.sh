@@ -13,10 +13,15 @@
 #                                       steps with us and with nanoGPT (compile, bf16), W2 on the
 #                                       CPU for the loss check, a GPU checkpoint resumed on the CPU;
 #                                       one table at the end and in $OUT/gpu_check.md, logs in $OUT.
+#                                       PARTS "amx" also runs bench/run_amx_bench.sh (issue 30) on
+#                                       the machine's own CPU (an Intel Xeon with AMX) meanwhile,
+#                                       pinned to its last 2 cores (everything else to the others),
+#                                       into $OUT/amx_bench.txt.
 # Without a GPU (the rehearsal here) `run` does everything that needs none and says what it skipped.
 # Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
 # TESTFILTER (GoogleTest filter of the GPU tests, default all),
-# PARTS (default "tests w2 cpu gpt2 naive mma profile mmaprofile nanogpt": a rerun can leave some out).
+# PARTS (default "tests w2 cpu gpt2 naive mma profile mmaprofile nanogpt": a rerun can leave some out;
+# "amx" adds the CPU bench, AMX_TIMEOUT seconds at most, default 420).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/gpu_bundle
@@ -30,15 +35,15 @@ prepare() {
   local build=${NANOGPT_BUILD_DIR:-$ROOT/build}
   grep -q 'NANOGPT_WITH_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
   [ -f "$build/build.ninja" ] || { echo "no build in $build: run scripts/setup.sh first" >&2; exit 1; }
-  ninja -C "$build" nanogpt test_cuda || {
+  ninja -C "$build" nanogpt test_cuda bench_kernels || {
     echo "building test_cuda failed: is $build configured with the CUDA backend (nvcc found)?" >&2
     exit 1
   }
   rm -rf "$BUNDLE"; mkdir -p "$BUNDLE/stage/bin" "$BUNDLE/stage/lib" "$BUNDLE/data"
-  cp "$build/nanogpt" "$build/test_cuda" "$BUNDLE/stage/bin/"
+  cp "$build/nanogpt" "$build/test_cuda" "$build/bench_kernels" "$BUNDLE/stage/bin/"
   # Non-system libraries beside the binaries: everything ldd resolves except glibc's own and
   # CUDA's (the GPU machine has CUDA 13's; cuBLASLt alone is ~500 MB).
-  ldd "$build/nanogpt" "$build/test_cuda" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+  ldd "$build/nanogpt" "$build/test_cuda" "$build/bench_kernels" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
     case $(basename "$lib") in
       libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*) ;;
       *) cp -L "$lib" "$BUNDLE/stage/lib/" ;;
@@ -104,6 +109,22 @@ run() {
     grep -m1 'model name' /proc/cpuinfo; nproc; grep -o 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
     "$NG" --version
   } 2>&1 | tee "$OUT/machine.txt"
+
+  # Issue 30's CPU bench on this machine's own CPU, beside the GPU parts: pinned to the last two
+  # cores, this shell (and so every GPU part, the CPU W2 run too) to the others.
+  local amx_pid=""
+  if want amx; then
+    local ncpu; ncpu=$(nproc)
+    if [ "$ncpu" -ge 4 ]; then
+      echo "== issue 30's CPU bench (bench/run_amx_bench.sh) on cores $((ncpu - 2))-$((ncpu - 1)), in the background"
+      ( cd "$ROOT" && taskset -c "$((ncpu - 2)),$((ncpu - 1))" env OMP_NUM_THREADS=2 NANOGPT="$NG" \
+          BENCH_KERNELS="$work/pkg/bin/bench_kernels" TEXT="$BUNDLE/data/input.txt" TORCH2=0 \
+          BENCH_WORK="$work/amx" timeout "${AMX_TIMEOUT:-420}" \
+          bash bench/run_amx_bench.sh 3 "ways steps w4 profile" ) > "$OUT/amx_bench.txt" 2>&1 &
+      amx_pid=$!
+      taskset -pc "0-$((ncpu - 3))" $$ > /dev/null
+    fi
+  fi
 
   if want tests; then
     echo "== GPU tests (test_cuda)"
@@ -206,12 +227,17 @@ run() {
   else
     echo "== nanoGPT skipped (not in PARTS, or no GPU with PyTorch here)"
   fi
+  if [ -n "$amx_pid" ]; then
+    echo "== issue 30's CPU bench (waiting for it)"
+    wait "$amx_pid"; echo "exit $?"
+    cat "$OUT/amx_bench.txt"
+  fi
   python3 "$ROOT/scripts/gpu_check_table.py" "$OUT" "$STEPS" | tee "$OUT/gpu_check.md"
   # The device tool returns at most 8 files: every log in one archive, the table and the tests'
   # log beside it.
   (cd "$OUT" && tar -czf gpu_check_logs.tgz --exclude=gpu_check_logs.tgz ./* &&
      find . -maxdepth 1 -type f ! -name gpu_check_logs.tgz ! -name gpu_check.md \
-       ! -name test_cuda.log ! -name run.log -delete)
+       ! -name test_cuda.log ! -name run.log ! -name amx_bench.txt -delete)
 }
 
 case $mode in

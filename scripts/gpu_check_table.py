@@ -37,7 +37,7 @@ def peak_mib(name):
 lines = ["| workload | program | ms/step | tokens/s | MFU (bf16 peak) | peak GPU memory | loss at last step |",
          "|---|---|---|---|---|---|---|"]
 results = {}
-LABELS = {"ours": "nanogpt.cpp (CUDA), flash attention (wmma)",
+LABELS = {"ours": "nanogpt.cpp (CUDA), flash attention (the default: mma.sync)",
           "mma": "nanogpt.cpp (CUDA), flash attention (mma.sync)",
           "naive": "nanogpt.cpp (CUDA), naive attention",
           "nanogpt": "nanoGPT + torch.compile"}

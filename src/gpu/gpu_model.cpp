@@ -2,6 +2,8 @@
 // backward / AdamW step as a screen of device-op calls per block (kernels/cuda/ops_cuda.h).
 // Block:  x -> ln1 -> qkv -> attention -> attproj -> [dropout] -> res2 = x + . -> ln2 -> fc
 //           -> gelu/relu2 -> fcproj -> [dropout] -> res3 = res2 + .
+// Each residual add is fused into the norm that reads its sum (res2 into ln2; res3 into the next
+// block's ln1, or ln_f).
 #include "gpu/gpu_model.h"
 
 #include <cmath>
@@ -97,7 +99,7 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
   lnf_rstd_ = cuda::DeviceBuffer<float>(N, "activations");
   losses_ = cuda::DeviceBuffer<float>(N, "losses");
   alloc_act(lnf_h_, lnf_f_, N * C, "activations (ln_f)");
-  logits_ = cuda::DeviceBuffer<float>(N * Vp, "the logits");
+  if (!lowp_logits()) logits_ = cuda::DeviceBuffer<float>(N * Vp, "the logits");
   alloc_act(dlogits_h_, dlogits_f_, N * Vp, "the logits' gradient");
   proj_ = cuda::DeviceBuffer<float>(N * C, "backward scratch");
   dres_ = cuda::DeviceBuffer<float>(N * C, "backward scratch");
@@ -215,6 +217,19 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     }
   }
   const float* x = encoded_.data();
+  // A block's last residual add, res3 = res2 + proj_, is left to the next norm (the next block's
+  // ln1 or ln_f), which forms and writes it while normalizing it: one pass over the stream fewer.
+  float* pending_res = nullptr;
+  const float* pending_a = nullptr;
+  auto norm_of_stream = [&](TypedPtr out, float* mean, float* rstd, const float* weight,
+                            const float* bias) {
+    if (pending_res) {
+      cuda::residual_layernorm_forward(pending_res, out, mean, rstd, pending_a, proj_.data(),
+                                       weight, bias, N, C, norm);
+    } else {
+      cuda::layernorm_forward(out, mean, rstd, x, weight, bias, N, C, norm);
+    }
+  };
   for (int l = 0; l < L; ++l) {
     Layer& a = layers_[l];
     const BlockWeights& w = w_.h[l];
@@ -227,9 +242,8 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     const TypedPtr ln2 = act(a.ln2_h, a.ln2_f), fch = act(a.fch_h, a.fch_f);
     const TypedPtr fchg = act(a.fchg_h, a.fchg_f);
     {
-      auto t = timed(OpClass::kNorm, 8 * NC, NC * (4 + e));
-      cuda::layernorm_forward(ln1, a.ln1_mean.data(), a.ln1_rstd.data(), x, w.ln1w, w.ln1b, N, C,
-                              norm);
+      auto t = timed(OpClass::kNorm, 8 * NC, NC * ((pending_res ? 12 : 4) + e));
+      norm_of_stream(ln1, a.ln1_mean.data(), a.ln1_rstd.data(), w.ln1w, w.ln1b);
     }
     {
       auto t = timed(OpClass::kMatmul, 2 * NC * 3 * C, e * (NC * 4 + 3.0 * C * C));
@@ -265,26 +279,32 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), fchg,
                          wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw)),
                          wbias(w.fcprojb, w16(&LowpBlockWeights::fcprojb), true), N, 4 * C, C);
-    scope.next(OpClass::kElementwise, 0, NC * 12 + (drop ? 8 * NC : 0));
     if (drop) {
+      scope.next(OpClass::kElementwise, 0, 8 * NC);
       cuda::dropout_forward(proj_.data(), ConstTypedPtr(proj_.data()), N * C, p,
                             site_seed(l, kSiteMlpOut));
     }
-    cuda::residual_forward(a.res3.data(), a.res2.data(), proj_.data(), N * C);
+    pending_res = a.res3.data();  // res3 = res2 + proj_, formed by the next norm
+    pending_a = a.res2.data();
     x = a.res3.data();
   }
   const TypedPtr lnf = act(lnf_h_, lnf_f_);
   const double NVp = static_cast<double>(N) * Vp;
-  auto scope = timed(OpClass::kNorm, 8 * NC, NC * (4 + e));
-  cuda::layernorm_forward(lnf, lnf_mean_.data(), lnf_rstd_.data(), x, w_.lnfw, w_.lnfb, N, C, norm);
+  auto scope = timed(OpClass::kNorm, 8 * NC, NC * ((pending_res ? 12 : 4) + e));
+  norm_of_stream(lnf, lnf_mean_.data(), lnf_rstd_.data(), w_.lnfw, w_.lnfb);
   const ConstTypedPtr head = wmat(w_.head, lw_.head);
-  scope.next(OpClass::kClassifier, 2 * NVp * C, e * (NC + double(Vp) * C) + 4 * NVp);
-  cuda::matmul_forward(ctx_, TypedPtr(logits_.data()), lnf, head, {}, N, C, Vp);
+  // The logits: float32, or (bfloat16 with targets, no soft-cap) bfloat16 in dlogits' buffer, the
+  // loss's gradient then overwriting them in place, as nanoGPT's autocast and llm.c keep them.
+  const bool lowp_z = targets != nullptr && lowp_logits();
+  const TypedPtr z = lowp_z ? act(dlogits_h_, dlogits_f_) : TypedPtr(f32_logits(N));
+  const double ze = lowp_z ? e : 4.0;  // bytes of a logit
+  scope.next(OpClass::kClassifier, 2 * NVp * C, e * (NC + double(Vp) * C) + ze * NVp);
+  cuda::matmul_forward(ctx_, z, lnf, head, {}, N, C, Vp);
   logits_valid_ = targets == nullptr;
   backward_ready_ = false;
   const float cap = arch_.logit_softcap;
   if (targets == nullptr) {
-    if (cap > 0) cuda::softcap_forward(logits_.data(), N * Vp, cap);
+    if (cap > 0) cuda::softcap_forward(z.f32(), N * Vp, cap);
     ctx_.synchronize("the GPU forward");
     return 0.0f;
   }
@@ -296,14 +316,14 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
   }
   cuda::copy_to_device(targets_d_.data(), targets, N * sizeof(int));
   const float dloss = valid > 0 ? grad_scale / static_cast<float>(valid) : 0.0f;
-  scope.next(OpClass::kClassifier, 0, NVp * (4 + (training_ ? e : 0)));
+  scope.next(OpClass::kClassifier, 0, NVp * (ze + (training_ ? e : 0)));
   const TypedPtr dlogits = training_ ? act(dlogits_h_, dlogits_f_) : TypedPtr();
   if (cap > 0) {
-    cuda::crossentropy_softcap_forward_backward(losses_.data(), dlogits, logits_.data(),
-                                                targets_d_.data(), dloss, N, V, Vp, cap);
+    cuda::crossentropy_softcap_forward_backward(losses_.data(), dlogits, z.f32(), targets_d_.data(),
+                                                dloss, N, V, Vp, cap);
   } else {
-    cuda::crossentropy_forward_backward(losses_.data(), dlogits, logits_.data(), targets_d_.data(),
-                                        dloss, N, V, Vp);
+    cuda::crossentropy_forward_backward(losses_.data(), dlogits, z, targets_d_.data(), dloss, N, V,
+                                        Vp);
   }
   std::vector<float> losses(N);
   cuda::copy_to_host(losses.data(), losses_.data(), N * sizeof(float));
@@ -336,15 +356,14 @@ void GpuGpt::backward() {
   scope.next(OpClass::kNorm, 14 * NC, NC * (12 + e));
   dres_.zero();
   const float* x_last = L > 0 ? layers_[L - 1].res3.data() : encoded_.data();
+  // dres is the gradient of the residual stream, carried down through the blocks. Each branch's
+  // backward starts from it in the activation dtype (dC): without dropout the norm backward that
+  // last updated dres writes that copy too; with dropout the mask makes it (branch_grad).
+  const TypedPtr branch_copy = drop ? TypedPtr() : dC;
   cuda::layernorm_backward(ctx_, dres, g_.lnfw, g_.lnfb, dC, x_last, w_.lnfw, lnf_mean_.data(),
-                           lnf_rstd_.data(), N, C, norm);
-  // dres is the gradient of the residual stream, carried down through the blocks.
+                           lnf_rstd_.data(), N, C, norm, branch_copy);
   auto branch_grad = [&](TypedPtr out, uint64_t seed) {
-    if (drop) {
-      cuda::dropout_backward(out, ConstTypedPtr(dres), N * C, p, seed);
-    } else {
-      cuda::convert(out, ConstTypedPtr(dres), N * C);
-    }
+    if (drop) cuda::dropout_backward(out, ConstTypedPtr(dres), N * C, p, seed);
   };
   for (int l = L - 1; l >= 0; --l) {
     Layer& a = layers_[l];
@@ -360,8 +379,10 @@ void GpuGpt::backward() {
     const TypedPtr ln2 = act(a.ln2_h, a.ln2_f), fch = act(a.fch_h, a.fch_f);
     const TypedPtr fchg = act(a.fchg_h, a.fchg_f);
     // MLP: res3 = res2 + drop(fcproj(act(fc(ln2(res2))))).
-    scope.next(OpClass::kElementwise, 0, NC * (4 + e));
-    branch_grad(dC, site_seed(l, kSiteMlpOut));
+    if (drop) {
+      scope.next(OpClass::kElementwise, 0, NC * (4 + e));
+      branch_grad(dC, site_seed(l, kSiteMlpOut));
+    }
     scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 9 + 8.0 * C * C) + 32.0 * C * C);
     cuda::matmul_backward(ctx_, d4C, g.fcprojw, g.fcprojb, dC, fchg,
                           wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw)), N, 4 * C, C);
@@ -370,12 +391,14 @@ void GpuGpt::backward() {
     scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 9 + 8.0 * C * C) + 32.0 * C * C);
     cuda::matmul_backward(ctx_, dC2, g.fcw, g.fcb, d4C, ln2,
                           wmat(w.fcw, w16(&LowpBlockWeights::fcw)), N, C, 4 * C);
-    scope.next(OpClass::kNorm, 14 * NC, NC * (12 + e));
+    scope.next(OpClass::kNorm, 14 * NC, NC * (12 + (drop ? 1 : 2) * e));
     cuda::layernorm_backward(ctx_, dres, g.ln2w, g.ln2b, dC2, a.res2.data(), w.ln2w,
-                             a.ln2_mean.data(), a.ln2_rstd.data(), N, C, norm);
+                             a.ln2_mean.data(), a.ln2_rstd.data(), N, C, norm, branch_copy);
     // Attention: res2 = x + drop(attproj(attention(qkv(ln1(x))))).
-    scope.next(OpClass::kElementwise, 0, NC * (4 + e));
-    branch_grad(dC, site_seed(l, kSiteAttnOut));
+    if (drop) {
+      scope.next(OpClass::kElementwise, 0, NC * (4 + e));
+      branch_grad(dC, site_seed(l, kSiteAttnOut));
+    }
     scope.next(OpClass::kMatmul, 4 * NC * C, e * (NC * 3 + 2.0 * C * C) + 8.0 * C * C);
     cuda::matmul_backward(ctx_, dC2, g.attprojw, g.attprojb, dC, atty,
                           wmat(w.attprojw, w16(&LowpBlockWeights::attprojw)), N, C, C);
@@ -394,8 +417,9 @@ void GpuGpt::backward() {
     cuda::matmul_backward(ctx_, dC, g.qkvw, g.qkvb, d3C, ln1,
                           wmat(w.qkvw, w16(&LowpBlockWeights::qkvw)), N, C, 3 * C);
     scope.next(OpClass::kNorm, 14 * NC, NC * (12 + e));
+    // (dout is dC here, and so is the copy: the kernel reads each row before writing it.)
     cuda::layernorm_backward(ctx_, dres, g.ln1w, g.ln1b, dC, x, w.ln1w, a.ln1_mean.data(),
-                             a.ln1_rstd.data(), N, C, norm);
+                             a.ln1_rstd.data(), N, C, norm, l > 0 ? branch_copy : TypedPtr());
   }
   // Embeddings (the tied head's dwte was accumulated above, into the same gradient).
   scope.next(OpClass::kElementwise, 0, NC * 12);
@@ -495,12 +519,21 @@ void GpuGpt::forward_one(int token, int pos, float* logits_out) {
   }
   const TypedPtr lnf = act(lnf_h_, lnf_f_);
   cuda::layernorm_forward(lnf, lnf_mean_.data(), lnf_rstd_.data(), x, w_.lnfw, w_.lnfb, 1, C, norm);
-  cuda::matmul_forward(ctx_, TypedPtr(logits_.data()), lnf, wmat(w_.head, lw_.head), {}, 1, C, Vp);
-  if (arch_.logit_softcap > 0) cuda::softcap_forward(logits_.data(), Vp, arch_.logit_softcap);
-  cuda::copy_to_host(logits_out, logits_.data(), static_cast<size_t>(Vp) * sizeof(float));
+  float* z = f32_logits(1);
+  cuda::matmul_forward(ctx_, TypedPtr(z), lnf, wmat(w_.head, lw_.head), {}, 1, C, Vp);
+  if (arch_.logit_softcap > 0) cuda::softcap_forward(z, Vp, arch_.logit_softcap);
+  cuda::copy_to_host(logits_out, z, static_cast<size_t>(Vp) * sizeof(float));
   ++cache_len_;
   logits_valid_ = false;
   backward_ready_ = false;
+}
+
+bool GpuGpt::lowp_logits() const { return dtype_ != DType::kF32 && arch_.logit_softcap <= 0.0f; }
+
+float* GpuGpt::f32_logits(int64_t rows) {
+  const size_t n = static_cast<size_t>(rows) * config_.padded_vocab_size();
+  if (logits_.size() < n) logits_ = cuda::DeviceBuffer<float>(n, "the logits");
+  return logits_.data();
 }
 
 std::vector<float> GpuGpt::download_logits() const {

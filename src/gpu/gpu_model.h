@@ -101,6 +101,12 @@ class GpuGpt {
   // A float32 bias for a float32 output, or its 16-bit copy for a 16-bit output.
   ConstTypedPtr wbias(const float* b32, const uint16_t* b16, bool out_f32) const;
   uint64_t site_seed(int layer, int site) const;
+  // Whether a forward with targets keeps its logits in the 16-bit dtype (in dlogits' buffer):
+  // bfloat16 without the logit soft-cap. Otherwise they are float32, in logits_.
+  bool lowp_logits() const;
+  // logits_ with room for `rows` rows of Vp float32 logits (grown on first use where the
+  // classifier keeps 16-bit logits: sampling, a forward without targets).
+  float* f32_logits(int64_t rows);
   // QK-norm and rotary embeddings (as the architecture has them) in place on qkv (N, 3C), and
   // their backward on dqkv (qkv: the forward's output), as model/gpt.cpp orders them.
   void qk_forward(TypedPtr qkv, float* rstd, int64_t N, int T, int pos0 = 0);
@@ -130,7 +136,7 @@ class GpuGpt {
   cuda::DeviceBuffer<float> lnf_mean_, lnf_rstd_, losses_;  // (N)
   cuda::DeviceBuffer<uint16_t> lnf_h_;                      // (N, C)
   cuda::DeviceBuffer<float> lnf_f_;
-  cuda::DeviceBuffer<float> logits_;        // (N, Vp) float32
+  cuda::DeviceBuffer<float> logits_;        // (N, Vp) float32 (see lowp_logits)
   cuda::DeviceBuffer<uint16_t> dlogits_h_;  // (N, Vp)
   cuda::DeviceBuffer<float> dlogits_f_;
   cuda::DeviceBuffer<float> proj_, dres_;                      // (N, C) float32

@@ -25,7 +25,11 @@ GpuMemoryPlan plan_gpu_memory(const ModelConfig& config, DType dtype, int B, int
   // att (NH T T per sequence; flash: NH T statistics), res2 and res3 in float32, 4 statistics.
   const int64_t per_layer = N * (14 * C) * e + att + N * 2 * C * 4 + N * 16;
   p.activations = L * per_layer + N * C * 4 /*encoded*/ + N * C * e /*lnf*/ + N * 12 + N * 8;
-  p.classifier = N * Vp * (4 + e);
+  // float32 logits and their gradient; bfloat16 training without the soft-cap keeps 16-bit logits
+  // that their gradient overwrites (a forward without targets, e.g. sampling, then takes float32
+  // logits besides).
+  const bool lowp_logits = dtype != DType::kF32 && config.logit_softcap <= 0;
+  p.classifier = lowp_logits ? N * Vp * e : N * Vp * (4 + e);
   // proj, dres (float32), the gradient temporaries (C, C, 3C, 4C in the act dtype), attention's
   // scratch (q, k, v, y and their gradients, a dropped att and its gradient).
   p.scratch = N * C * 8 + N * 9 * C * e +

@@ -15,7 +15,7 @@ struct GpuMemoryPlan {
   int64_t grads = 0;             // float32
   int64_t optimizer = 0;         // AdamW's m and v
   int64_t activations = 0;       // what forward keeps for backward, per micro-batch
-  int64_t classifier = 0;        // logits (float32) and their gradient
+  int64_t classifier = 0;        // logits and their gradient (plan_gpu_memory says which dtype)
   int64_t scratch = 0;           // backward's temporaries and the attention's scratch
   bool flash_attention = false;  // the attention keeps (B, NH, T) statistics, not T x T
   int64_t total() const { return params + grads + optimizer + activations + classifier + scratch; }

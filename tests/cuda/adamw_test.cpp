@@ -41,18 +41,21 @@ void adamw_reference(std::vector<float>& p, std::vector<float>& m, std::vector<f
   }
 }
 
-void check_steps(int64_t n, const AdamWArgs& base, bool with_lowp) {
+// offset: elements into each buffer (1: unaligned, the element loop; 0: the 16-byte groups).
+void check_steps(int64_t n, const AdamWArgs& base, bool with_lowp, int64_t offset = 0) {
   SCOPED_TRACE("n " + std::to_string(n) + " wd " + std::to_string(base.weight_decay) +
-               " grad_scale " + std::to_string(base.grad_scale) + (with_lowp ? " bf16 copy" : ""));
+               " grad_scale " + std::to_string(base.grad_scale) + (with_lowp ? " bf16 copy" : "") +
+               " offset " + std::to_string(offset));
   auto p = random_normal(n, 31), m = random_normal(n, 32, 0.01f), v = random_normal(n, 33, 0.01f);
   for (auto& x : v) x *= x;  // v >= 0
-  DeviceTensor d_p(p, DType::kF32), d_m(m, DType::kF32), d_v(v, DType::kF32);
-  DeviceTensor d_lowp = DeviceTensor::nan(n, DType::kBF16);
+  DeviceTensor d_p(p, DType::kF32, offset), d_m(m, DType::kF32, offset),
+      d_v(v, DType::kF32, offset);
+  DeviceTensor d_lowp = DeviceTensor::nan(n, DType::kBF16, offset);
   for (int s = 0; s < 3; ++s) {
     AdamWArgs a = base;
     a.step = base.step + s;
     const auto g = random_normal(n, 40 + s);
-    DeviceTensor d_g(g, DType::kF32);
+    DeviceTensor d_g(g, DType::kF32, offset);
     adamw_update(d_p.ptr().f32(), with_lowp ? d_lowp.ptr() : TypedPtr{}, d_m.ptr().f32(),
                  d_v.ptr().f32(), d_g.ptr().f32(), n, a);
     adamw_reference(p, m, v, g, a);
@@ -84,6 +87,7 @@ TEST_F(CudaAdamW, UpdateMatchesFormula) {
   a.step = 1;
   check_steps(1037, a, false);
   check_steps(1037, a, true);
+  check_steps(1037, a, true, /*offset=*/1);
   a.weight_decay = 0.0f;
   a.grad_scale = 1.0f;
   a.step = 100;

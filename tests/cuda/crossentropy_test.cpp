@@ -20,6 +20,7 @@ using testing_cuda::CudaTest;
 using testing_cuda::DeviceTensor;
 using testing_cuda::expect_close;
 using testing_cuda::random_normal;
+using testing_cuda::rounded;
 
 using CudaCrossEntropy = CudaTest;
 
@@ -69,11 +70,48 @@ void check(int64_t N, int V, int Vp, DType dtype, bool with_dlogits) {
   }
 }
 
+// bfloat16 logits (the bf16 training forward's), the gradient overwriting them in place; the
+// reference runs on the same rounded logits.
+void check_bf16_in_place(int64_t N, int V, int Vp) {
+  SCOPED_TRACE("bf16 in place: N " + std::to_string(N) + " V " + std::to_string(V) + " Vp " +
+               std::to_string(Vp));
+  const float dloss = 1.0f / 37;
+  const auto logits = rounded(random_normal(N * Vp, 23, 3.0f), DType::kBF16);
+  const auto targets = random_targets(N, V, 24);
+  std::vector<float> want_loss(N), want_d(N * Vp);
+  ref::crossentropy_forward_backward(want_loss.data(), want_d.data(), logits.data(), targets.data(),
+                                     dloss, N, V, Vp);
+  DeviceTensor d_z(logits, DType::kBF16);
+  DeviceTensor d_loss = DeviceTensor::nan(N, DType::kF32);
+  auto d_targets = testing_cuda::to_device(targets, "targets");
+  crossentropy_forward_backward(d_loss.ptr().f32(), d_z.ptr(), d_z.ptr(), d_targets.data(), dloss,
+                                N, V, Vp);
+  expect_close(d_loss.download(), want_loss, 1e-5, 1e-5, "losses");
+  const auto got_d = d_z.download();
+  expect_close(got_d, want_d, 1e-9, 1e-2, "dlogits");
+  for (int64_t n = 0; n < N; ++n) {
+    for (int j = V; j < Vp; ++j) ASSERT_EQ(got_d[n * Vp + j], 0.0f) << "row " << n << " col " << j;
+  }
+  // Forward only (evaluation): the bf16 logits read, nothing written.
+  DeviceTensor d_z2(logits, DType::kBF16);
+  crossentropy_forward_backward(d_loss.ptr().f32(), TypedPtr{}, d_z2.ptr(), d_targets.data(), dloss,
+                                N, V, Vp);
+  expect_close(d_loss.download(), want_loss, 1e-5, 1e-5, "losses, forward only");
+  EXPECT_EQ(d_z2.download(), logits);
+}
+
+TEST_F(CudaCrossEntropy, Bfloat16LogitsOverwrittenByTheirGradient) {
+  check_bf16_in_place(37, 97, 128);
+  check_bf16_in_place(37, 97, 99);
+  check_bf16_in_place(6, 50257, 50304);
+}
+
 TEST_F(CudaCrossEntropy, SmallVocab) {
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     check(37, 97, 128, dtype, true);
     check(37, 1000, 1000, dtype, true);  // no padding
     check(37, 1000, 1024, dtype, true);
+    check(37, 97, 99, dtype, true);  // rows of an odd width: the element loops
   }
   check(37, 1000, 1024, DType::kF32, false);
 }

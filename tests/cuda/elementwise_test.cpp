@@ -154,6 +154,32 @@ TEST_F(CudaElementwise, Convert) {
   }
 }
 
+// Pointers that are not 16-byte aligned (one element into a buffer) take the element loops
+// throughout: the same results as the vector path's.
+TEST_F(CudaElementwise, UnalignedPointersTakeTheElementLoop) {
+  const int64_t n = 768 * 5 + 3;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto x = rounded(random_normal(n, 12, 2.0f), dtype);
+    const auto dout = rounded(random_normal(n, 13), dtype);
+    std::vector<float> want(n), want_d(n, 0.0f), want_drop(n);
+    ref::gelu_forward(want.data(), x.data(), n, MlpActivation::kTanh);
+    ref::gelu_backward(want_d.data(), x.data(), dout.data(), n, MlpActivation::kTanh);
+    ref::dropout_forward(want_drop.data(), x.data(), n, 0.1f, 99);
+    DeviceTensor d_x(x, dtype, 1), d_dout(dout, dtype, 1), d_out = DeviceTensor::nan(n, dtype, 1);
+    gelu_forward(d_out.ptr(), d_x.ptr(), n, MlpActivation::kTanh);
+    expect_close(d_out.download(), want, 1e-6, rtol_of(dtype), "gelu");
+    gelu_backward(d_out.ptr(), d_x.ptr(), d_dout.ptr(), n, MlpActivation::kTanh);
+    expect_close(d_out.download(), want_d, 1e-6, rtol_of(dtype), "gelu backward");
+    dropout_forward(d_out.ptr(), d_x.ptr(), n, 0.1f, 99);
+    EXPECT_EQ(d_out.download(), rounded(want_drop, dtype)) << "dropout";
+    DeviceTensor d_f32 =
+        DeviceTensor::nan(n, DType::kF32);  // aligned destination, unaligned source
+    convert(d_f32.ptr(), d_x.ptr(), n);
+    EXPECT_EQ(d_f32.download(), x) << "convert";
+  }
+}
+
 TEST_F(CudaElementwise, Scale) {
   const int64_t n = 37 * 97;
   const auto x = random_normal(n, 11);

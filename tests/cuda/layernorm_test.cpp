@@ -2,7 +2,8 @@
 // the scalar reference: LayerNorm and RMSNorm, with and without bias, float32 and bfloat16 outputs
 // (forward) and douts (backward), widths from 97 to GPT-2 XL's 1600, row counts below and above
 // the backward's block count (its grid-stride rows); the backward adds into dinp and accumulates
-// dweight / dbias, bit-identically on a second run. Skipped without a GPU.
+// dweight / dbias, bit-identically on a second run, which also writes dinp's copy over dout.
+// Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -29,7 +30,11 @@ struct Shape {
   int64_t N;
   int C;
 };
-const Shape kShapes[] = {{37, 97}, {64, 768}, {5, 1600}, {2000, 97}, {1200, 768}};
+// 97: the element kernels; multiples of 4: the float4 kernels (36: one group a lane, lanes idle;
+// 384: W2's width; 1600: the widest forward tile with idle lanes, the backward's element kernel;
+// 2048: the widest forward tile, full).
+const Shape kShapes[] = {{37, 97},    {64, 768},  {5, 1600}, {2000, 97},
+                         {1200, 768}, {300, 384}, {3, 36},   {50, 2048}};
 
 // (shape, norm, bias, dtype of out / dout)
 using Param = std::tuple<int, NormKind, bool, DType>;
@@ -107,16 +112,21 @@ TEST_P(CudaLayerNorm, BackwardMatchesReference) {
                           dout.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C, norm);
 
   DeviceTensor d_x(x, DType::kF32), d_w(w, DType::kF32), d_mean(mean, DType::kF32),
-      d_rstd(rstd, DType::kF32), d_dout(dout, dtype);
+      d_rstd(rstd, DType::kF32);
   std::vector<float> first_dinp, first_dw, first_db;
   for (int run = 0; run < 2; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
     DeviceTensor d_dinp(dinp0, DType::kF32), d_dw(dw0, DType::kF32), d_db(db0, DType::kF32);
+    // The second run also writes dinp's copy in dout's dtype, over dout itself (as the GPU
+    // model's backward does): the same dinp, and the copy its rounding.
+    DeviceTensor d_dout_run(dout, dtype);
     layernorm_backward(ctx(), d_dinp.ptr().f32(), d_dw.ptr().f32(),
-                       with_bias ? d_db.ptr().f32() : nullptr, d_dout.ptr(), d_x.ptr().f32(),
-                       d_w.ptr().f32(), d_mean.ptr().f32(), d_rstd.ptr().f32(), N, C, norm);
+                       with_bias ? d_db.ptr().f32() : nullptr, d_dout_run.ptr(), d_x.ptr().f32(),
+                       d_w.ptr().f32(), d_mean.ptr().f32(), d_rstd.ptr().f32(), N, C, norm,
+                       run == 1 ? d_dout_run.ptr() : TypedPtr{});
     ctx().synchronize("layernorm_backward");
     const auto got_dinp = d_dinp.download(), got_dw = d_dw.download(), got_db = d_db.download();
+    EXPECT_EQ(d_dout_run.download(), run == 1 ? rounded(got_dinp, dtype) : dout) << "dinp's copy";
     expect_close(got_dinp, want_dinp, 1e-5 * max_abs(diff(want_dinp, dinp0)), 1e-5, "dinp");
     expect_close(got_dw, want_dw, 1e-5 * max_abs(diff(want_dw, dw0)), 1e-5, "dweight");
     if (with_bias) {

@@ -9,6 +9,7 @@
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/vec.cuh"
 
 namespace nanogpt::cuda {
 
@@ -20,20 +21,41 @@ struct Scalars {
   float grad_scale, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, keep, step_size;
 };
 
+__device__ __forceinline__ float adamw_one(float& p, float& m, float& v, float grad,
+                                           const Scalars& k) {
+  const float g = grad * k.grad_scale;
+  const float mi = fmaf(k.one_minus_b1, g, m * k.b1);
+  const float vi = fmaf(k.one_minus_b2, g * g, v * k.b2);
+  m = mi;
+  v = vi;
+  const float denom = sqrtf(vi) / k.bc2_sqrt + k.eps;
+  p = fmaf(-k.step_size, mi / denom, p * k.keep);
+  return p;
+}
+
 // L = float: no low-precision copy (lowp null) or a float32 one; L = bf16: the rounded copy.
+// Groups of 4 elements in 16-byte accesses (n4 of them: 0 where a pointer is unaligned), then the
+// rest one by one; the same arithmetic either way.
 template <typename L>
 __global__ void adamw_kernel(float* params, L* lowp, float* m, float* v, const float* grads,
-                             int64_t n, Scalars k) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const float g = grads[i] * k.grad_scale;
-    const float mi = fmaf(k.one_minus_b1, g, m[i] * k.b1);
-    const float vi = fmaf(k.one_minus_b2, g * g, v[i] * k.b2);
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = sqrtf(vi) / k.bc2_sqrt + k.eps;
-    const float p = fmaf(-k.step_size, mi / denom, params[i] * k.keep);
-    params[i] = p;
+                             int64_t n, int64_t n4, Scalars k) {
+  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t q = t; q < n4; q += stride) {
+    const int64_t i = 4 * q;
+    float4 p = load4(params + i), mi = load4(m + i), vi = load4(v + i);
+    const float4 g = load4(grads + i);
+    adamw_one(p.x, mi.x, vi.x, g.x, k);
+    adamw_one(p.y, mi.y, vi.y, g.y, k);
+    adamw_one(p.z, mi.z, vi.z, g.z, k);
+    adamw_one(p.w, mi.w, vi.w, g.w, k);
+    store4(params + i, p);
+    store4(m + i, mi);
+    store4(v + i, vi);
+    if (lowp) store4(lowp + i, p);
+  }
+  for (int64_t i = 4 * n4 + t; i < n; i += stride) {
+    const float p = adamw_one(params[i], m[i], v[i], grads[i], k);
     if (lowp) lowp[i] = from_f32<L>(p);
   }
 }
@@ -94,16 +116,20 @@ void adamw_update(float* params, TypedPtr params_lowp, float* m, float* v, const
   k.eps = args.eps;
   k.keep = static_cast<float>(1.0 - lr * static_cast<double>(args.weight_decay));
   k.step_size = static_cast<float>(lr / (1.0 - std::pow(b1, t)));
-  const unsigned grid = grid_for(n, kThreads);
+  const bool aligned = all_aligned({params, m, v, grads}, 16) &&
+                       (!params_lowp ||
+                        all_aligned({params_lowp.data}, 4 * dtype_size(params_lowp.dtype)));
+  const int64_t n4 = aligned ? n / 4 : 0;
+  const unsigned grid = grid_for(n4 > 0 ? n4 : n, kThreads);
   if (!params_lowp) {
-    adamw_kernel<float><<<grid, kThreads>>>(params, nullptr, m, v, grads, n, k);
+    adamw_kernel<float><<<grid, kThreads>>>(params, nullptr, m, v, grads, n, n4, k);
     NANOGPT_CUDA_CHECK_LAUNCH();
     return;
   }
   dispatch_dtype(params_lowp.dtype, "adamw_update", [&](auto l) {
     using L = decltype(l);
     adamw_kernel<L><<<grid, kThreads>>>(params, static_cast<L*>(params_lowp.data), m, v, grads, n,
-                                        k);
+                                        n4, k);
     NANOGPT_CUDA_CHECK_LAUNCH();
   });
 }

@@ -1,13 +1,15 @@
 // Softmax cross-entropy of the CUDA backend (ops_cuda.h): one block per row of logits (grid-stride
 // over rows). Pass 1: an online max / sum of exponentials over the first V columns, combined over
 // the block in a fixed order (deterministic); pass 2: dlogits = dloss * (softmax - onehot), padded
-// columns V..Vp-1 and ignored rows (target -1) written 0. All arithmetic float32.
+// columns V..Vp-1 and ignored rows (target -1) written 0. All arithmetic float32. Rows of a multiple
+// of 4 columns are read and written 4 columns at a time (vec.cuh).
 #include "kernels/cuda/cuda_util.cuh"
 
 #include <cmath>
 
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/vec.cuh"
 
 namespace nanogpt::cuda {
 
@@ -28,14 +30,18 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
   m = mx;
 }
 
-template <typename T>
-__global__ void crossentropy_kernel(float* losses, T* dlogits, const float* logits,
-                                    const int* targets, float dloss, int64_t N, int V, int Vp) {
+// T: dlogits' storage, Tin: the logits'. dlogits may be the logits themselves (T == Tin): each
+// thread's pass 2 reads a column before it writes that column, and every read of pass 1 precedes
+// the block's barrier.
+template <typename T, typename Tin>
+__global__ void crossentropy_kernel(float* losses, T* dlogits, const Tin* logits,
+                                    const int* targets, float dloss, int64_t N, int V, int Vp,
+                                    bool vec) {
   __shared__ float red_m[kMaxWarps], red_s[kMaxWarps];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int warps = blockDim.x / kWarpSize;
   for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
-    const float* x = logits + row * Vp;
+    const Tin* x = logits + row * Vp;
     T* d = dlogits ? dlogits + row * Vp : nullptr;
     const int y = targets[row];
     if (y == -1) {  // ignored: no loss, no gradient (uniform over the block: no barrier skipped)
@@ -46,15 +52,23 @@ __global__ void crossentropy_kernel(float* losses, T* dlogits, const float* logi
       continue;
     }
     float m = -INFINITY, s = 0.0f;
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-      const float v = x[j];
+    auto take = [&](float v) {
       if (v > m) {
         s = s * expf(m - v) + 1.0f;
         m = v;
       } else {
         s += expf(v - m);
       }
+    };
+    const int V4 = vec ? V / 4 : 0;  // groups of 4 read as float4, the rest by element
+    for (int j = threadIdx.x; j < V4; j += blockDim.x) {
+      const float4 v = load4(x + 4 * j);
+      take(v.x);
+      take(v.y);
+      take(v.z);
+      take(v.w);
     }
+    for (int j = 4 * V4 + threadIdx.x; j < V; j += blockDim.x) take(to_f32(x[j]));
     for (int o = kWarpSize / 2; o > 0; o /= 2) {
       const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
       const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
@@ -72,12 +86,24 @@ __global__ void crossentropy_kernel(float* losses, T* dlogits, const float* logi
     const float lse = m + logf(s);
     // A target outside [0, V) (bad data; the CPU throws) gives a NaN loss, visible in the log.
     const bool valid = y >= 0 && y < V;
-    if (threadIdx.x == 0) losses[row] = valid ? lse - x[y] : NAN;
+    if (threadIdx.x == 0) losses[row] = valid ? lse - to_f32(x[y]) : NAN;
     if (d) {
-      for (int j = threadIdx.x; j < Vp; j += blockDim.x) {
-        float g = 0.0f;
-        if (j < V) g = dloss * (expf(x[j] - lse) - (j == y ? 1.0f : 0.0f));
-        d[j] = from_f32<T>(g);
+      auto grad = [&](int j, float v) {
+        return j < V ? dloss * (expf(v - lse) - (j == y ? 1.0f : 0.0f)) : 0.0f;
+      };
+      const int Vp4 = vec ? Vp / 4 : 0;
+      for (int j4 = threadIdx.x; j4 < Vp4; j4 += blockDim.x) {
+        const int j = 4 * j4;
+        // Padded columns (j >= V) may hold anything (the head's padded rows): never read them.
+        const float4 v = j + 3 < V ? load4(x + j)
+                                   : make_float4(j < V ? to_f32(x[j]) : 0.0f,
+                                                 j + 1 < V ? to_f32(x[j + 1]) : 0.0f,
+                                                 j + 2 < V ? to_f32(x[j + 2]) : 0.0f, 0.0f);
+        store4(d + j, make_float4(grad(j, v.x), grad(j + 1, v.y), grad(j + 2, v.z),
+                                  grad(j + 3, v.w)));
+      }
+      for (int j = 4 * Vp4 + threadIdx.x; j < Vp; j += blockDim.x) {
+        d[j] = from_f32<T>(grad(j, j < V ? to_f32(x[j]) : 0.0f));
       }
     }
   }
@@ -85,17 +111,27 @@ __global__ void crossentropy_kernel(float* losses, T* dlogits, const float* logi
 
 }  // namespace
 
-void crossentropy_forward_backward(float* losses, TypedPtr dlogits, const float* logits,
+void crossentropy_forward_backward(float* losses, TypedPtr dlogits, ConstTypedPtr logits,
                                    const int* targets, float dloss, int64_t N, int V, int Vp) {
   if (N <= 0) return;
   CHECK(V > 0 && V <= Vp, "crossentropy on the GPU: need 0 < V <= Vp, got V = {}, Vp = {}", V, Vp);
+  CHECK(!dlogits || dlogits.data != logits.data || dlogits.dtype == logits.dtype,
+        "crossentropy on the GPU: dlogits may overwrite the logits only in their dtype ({}, not {})",
+        dtype_name(logits.dtype), dtype_name(dlogits.dtype));
   const unsigned grid = static_cast<unsigned>(N < (int64_t{1} << 20) ? N : (int64_t{1} << 20));
   const DType dtype = dlogits ? dlogits.dtype : DType::kF32;
   dispatch_dtype(dtype, "crossentropy_forward_backward", [&](auto t) {
-    using T = decltype(t);
-    crossentropy_kernel<T><<<grid, kThreads>>>(losses, static_cast<T*>(dlogits.data), logits,
-                                               targets, dloss, N, V, Vp);
-    NANOGPT_CUDA_CHECK_LAUNCH();
+    dispatch_dtype(logits.dtype, "crossentropy_forward_backward", [&](auto tin) {
+      using T = decltype(t);
+      using Tin = decltype(tin);
+      // Rows of a multiple of 4 columns at aligned bases: 4 columns a read and a write.
+      const bool vec = Vp % 4 == 0 && all_aligned({logits.data}, 4 * dtype_size(logits.dtype)) &&
+                       all_aligned({dlogits.data}, 4 * dtype_size(dtype));
+      crossentropy_kernel<T, Tin><<<grid, kThreads>>>(losses, static_cast<T*>(dlogits.data),
+                                                      static_cast<const Tin*>(logits.data),
+                                                      targets, dloss, N, V, Vp, vec);
+      NANOGPT_CUDA_CHECK_LAUNCH();
+    });
   });
 }
 

@@ -40,9 +40,12 @@ void residual_layernorm_forward(float* res, TypedPtr out, float* mean, float* rs
                                 int C, NormKind norm);
 // dinp (N,C) += d/dinp (ADDS: it is the residual stream's gradient); dweight, dbias (C) +=
 // (dbias nullable). dout float32 or bfloat16. Deterministic (no atomics on dweight / dbias).
+// dinp_copy (nullable; N x C in dout's dtype, may be dout itself): the updated dinp converted, for
+// the next branch's backward (saves a pass over dinp).
 void layernorm_backward(CudaContext& ctx, float* dinp, float* dweight, float* dbias,
                         ConstTypedPtr dout, const float* inp, const float* weight,
-                        const float* mean, const float* rstd, int64_t N, int C, NormKind norm);
+                        const float* mean, const float* rstd, int64_t N, int C, NormKind norm,
+                        TypedPtr dinp_copy = {});
 
 // out = act(inp), N elements (GELU tanh / erf, or ReLU squared); out may alias inp.
 void gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind);
@@ -65,11 +68,12 @@ void scale(float* x, float s, int64_t n);
 
 // ---- classifier (crossentropy.cu) ----
 
-// Per row n of logits (N, Vp) (float32; columns >= V ignored): losses[n] = -log softmax[target];
-// dlogits[n, j] = dloss * (softmax[j] - [j == target]) for j < V, 0 for V <= j < Vp (overwrite;
-// float32 or bfloat16, not aliasing logits). targets[n] == -1: ignored row, loss 0 and dlogits 0.
-// dlogits nullable (forward only).
-void crossentropy_forward_backward(float* losses, TypedPtr dlogits, const float* logits,
+// Per row n of logits (N, Vp) (float32 or bfloat16; columns >= V ignored): losses[n] = -log
+// softmax[target]; dlogits[n, j] = dloss * (softmax[j] - [j == target]) for j < V, 0 for
+// V <= j < Vp (overwrite; float32 or bfloat16; it may be the logits buffer itself when of the
+// logits' dtype: the gradient then replaces them). targets[n] == -1: ignored row, loss 0 and
+// dlogits 0. dlogits nullable (forward only).
+void crossentropy_forward_backward(float* losses, TypedPtr dlogits, ConstTypedPtr logits,
                                    const int* targets, float dloss, int64_t N, int V, int Vp);
 
 // ---- the architecture options beyond GPT-2 (arch.cu; meanings as kernels/ops_arch.h) ----
