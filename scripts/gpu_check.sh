@@ -21,7 +21,8 @@
 # Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
 # TESTFILTER (GoogleTest filter of the GPU tests, default all),
 # PARTS (default "tests w2 cpu gpt2 naive mma profile mmaprofile nanogpt": a rerun can leave some out;
-# "amx" adds the CPU bench, AMX_TIMEOUT seconds at most, default 420).
+# "amx" adds the CPU bench, AMX_TIMEOUT seconds at most, default 420; "noepilogue" GPT-2 with the
+# GELU in its own kernels).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/gpu_bundle
@@ -177,6 +178,11 @@ run() {
   echo "== GPT-2 124M, B 16, T 1024, bf16 on the GPU, ours (flash attention)"
   ours_gpu gpt2_ours "$ROOT/config/train_gpt2.py" shakespeare_gpt2 "$STEPS" \
     --batch_size=16 --gradient_accumulation_steps=1
+  fi
+  if want noepilogue; then
+  echo "== the same with the MLP's GELU in its own kernels (NANOGPT_GPU_GELU_EPILOGUE=0)"
+  NANOGPT_GPU_GELU_EPILOGUE=0 ours_gpu gpt2_noepi "$ROOT/config/train_gpt2.py" shakespeare_gpt2 \
+    "$STEPS" --batch_size=16 --gradient_accumulation_steps=1
   fi
   if want naive; then
   echo "== the same with the naive attention (T x T probabilities, cuBLAS products)"

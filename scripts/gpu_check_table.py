@@ -39,12 +39,13 @@ lines = ["| workload | program | ms/step | tokens/s | MFU (bf16 peak) | peak GPU
 results = {}
 LABELS = {"ours": "nanogpt.cpp (CUDA), flash attention (the default: mma.sync)",
           "mma": "nanogpt.cpp (CUDA), flash attention (mma.sync)",
+          "noepi": "nanogpt.cpp (CUDA), GELU in its own kernels",
           "naive": "nanogpt.cpp (CUDA), naive attention",
           "nanogpt": "nanoGPT + torch.compile"}
 for wl, tag in (("W2", "w2"), ("GPT-2 124M", "gpt2")):
     L, H, Q, T, B, N = SHAPES[wl]
     fpt = 6 * N + 12 * L * H * Q * T
-    for prog in ("ours", "mma", "naive", "nanogpt"):
+    for prog in ("ours", "mma", "noepi", "naive", "nanogpt"):
         rows = parse(f"{tag}_{prog}.log")
         label = LABELS[prog]
         if not rows:

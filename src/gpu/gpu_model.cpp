@@ -32,8 +32,18 @@ GpuFlashKernel gpu_flash_kernel_from_env() {
   return GpuFlashKernel::kWmma;
 }
 
+bool gpu_gelu_epilogue_from_env() {
+  const char* v = std::getenv("NANOGPT_GPU_GELU_EPILOGUE");
+  const std::string s = v ? v : "";
+  CHECK(s.empty() || s == "1" || s == "0",
+        "NANOGPT_GPU_GELU_EPILOGUE='{}': expected 1 (the default: GELU in the matmul epilogues) or "
+        "0 (its own kernels)",
+        s);
+  return s != "0";
+}
+
 GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T,
-               bool naive_attention, GpuFlashKernel flash_kernel)
+               bool naive_attention, GpuFlashKernel flash_kernel, bool gelu_epilogue)
     : ctx_(ctx),
       config_(config),
       arch_(Architecture::of(config)),
@@ -43,7 +53,9 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
       maxT_(T),
       flash_(!naive_attention &&
              gpu_flash_attention_supported(dtype, config.n_embd, config.n_head)),
-      flash_kernel_(flash_kernel) {
+      flash_kernel_(flash_kernel),
+      gelu_epilogue_(gelu_epilogue && dtype == DType::kBF16 &&
+                     arch_.activation == MlpActivation::kTanh) {
   CHECK(dtype == DType::kF32 || dtype == DType::kBF16,
         "--device=cuda trains in float32 or bfloat16, not {} (use --dtype=bfloat16)",
         dtype_name(dtype));
@@ -270,11 +282,18 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     }
     cuda::residual_layernorm_forward(a.res2.data(), ln2, a.ln2_mean.data(), a.ln2_rstd.data(), x,
                                      proj_.data(), w.ln2w, w.ln2b, N, C, norm);
-    scope.next(OpClass::kMatmul, 2 * NC * 4 * C, e * (NC * 5 + 4.0 * C * C));
-    cuda::matmul_forward(ctx_, fch, ln2, wmat(w.fcw, w16(&LowpBlockWeights::fcw)),
-                         wbias(w.fcb, w16(&LowpBlockWeights::fcb), false), N, C, 4 * C);
-    scope.next(OpClass::kElementwise, 0, e * NC * 8);
-    cuda::gelu_forward(fchg, fch, N * 4 * C, arch_.activation);
+    const ConstTypedPtr fcw = wmat(w.fcw, w16(&LowpBlockWeights::fcw));
+    const ConstTypedPtr fcb = wbias(w.fcb, w16(&LowpBlockWeights::fcb), false);
+    if (gelu_epilogue_) {  // fch and its GELU both from the product's epilogue
+      scope.next(OpClass::kMatmul, 2 * NC * 4 * C, e * (NC * 9 + 4.0 * C * C));
+      cuda::matmul_gelu_forward(ctx_, fchg, fch, ln2, fcw, fcb, N, C, 4 * C, arch_.activation,
+                                true);
+    } else {
+      scope.next(OpClass::kMatmul, 2 * NC * 4 * C, e * (NC * 5 + 4.0 * C * C));
+      cuda::matmul_forward(ctx_, fch, ln2, fcw, fcb, N, C, 4 * C);
+      scope.next(OpClass::kElementwise, 0, e * NC * 8);
+      cuda::gelu_forward(fchg, fch, N * 4 * C, arch_.activation);
+    }
     scope.next(OpClass::kMatmul, 2 * NC * 4 * C, e * (NC * 4 + 4.0 * C * C) + 4 * NC);
     cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), fchg,
                          wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw)),
@@ -383,11 +402,17 @@ void GpuGpt::backward() {
       scope.next(OpClass::kElementwise, 0, NC * (4 + e));
       branch_grad(dC, site_seed(l, kSiteMlpOut));
     }
-    scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 9 + 8.0 * C * C) + 32.0 * C * C);
-    cuda::matmul_backward(ctx_, d4C, g.fcprojw, g.fcprojb, dC, fchg,
-                          wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw)), N, 4 * C, C);
-    scope.next(OpClass::kElementwise, 0, e * NC * 12);
-    cuda::gelu_backward(d4C, fch, d4C, N * 4 * C, arch_.activation);
+    const ConstTypedPtr fcprojw = wmat(w.fcprojw, w16(&LowpBlockWeights::fcprojw));
+    if (gelu_epilogue_) {  // d4C = (dC @ fcprojw) * GELU'(fch) in the product's epilogue
+      scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 13 + 8.0 * C * C) + 32.0 * C * C);
+      cuda::matmul_gelu_backward(ctx_, d4C, g.fcprojw, g.fcprojb, dC, fchg, fcprojw, N, 4 * C, C,
+                                 fch, arch_.activation, true);
+    } else {
+      scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 9 + 8.0 * C * C) + 32.0 * C * C);
+      cuda::matmul_backward(ctx_, d4C, g.fcprojw, g.fcprojb, dC, fchg, fcprojw, N, 4 * C, C);
+      scope.next(OpClass::kElementwise, 0, e * NC * 12);
+      cuda::gelu_backward(d4C, fch, d4C, N * 4 * C, arch_.activation);
+    }
     scope.next(OpClass::kMatmul, 4 * NC * 4 * C, e * (NC * 9 + 8.0 * C * C) + 32.0 * C * C);
     cuda::matmul_backward(ctx_, dC2, g.fcw, g.fcb, d4C, ln2,
                           wmat(w.fcw, w16(&LowpBlockWeights::fcw)), N, C, 4 * C);

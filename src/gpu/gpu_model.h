@@ -31,16 +31,26 @@ enum class GpuFlashKernel { kWmma, kMma };
 // another value.
 GpuFlashKernel gpu_flash_kernel_from_env();
 
+// NANOGPT_GPU_GELU_EPILOGUE=1|0 in the environment (default 1): whether the bfloat16 MLP's tanh
+// GELU rides in cuBLASLt's matmul epilogues (GELU_AUX_BIAS forward, DGELU backward) instead of
+// its own kernels; throws nanogpt::Error on another value.
+bool gpu_gelu_epilogue_from_env();
+
 class GpuGpt {
  public:
   // Allocates everything for micro-batches of up to B sequences of T tokens (T <= block_size).
   // naive_attention: the cuBLAS attention even where flash attention runs (attention = 'naive').
+  // gelu_epilogue: the tanh GELU of a bfloat16 model in the matmuls' epilogues (elsewhere: no
+  // effect).
   GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, int B, int T,
-         bool naive_attention = false, GpuFlashKernel flash_kernel = GpuFlashKernel::kMma);
+         bool naive_attention = false, GpuFlashKernel flash_kernel = GpuFlashKernel::kMma,
+         bool gelu_epilogue = true);
 
   // Whether the attention runs flash (no T x T matrix) or naive; for the log.
   bool flash_attention() const { return flash_; }
   GpuFlashKernel flash_kernel() const { return flash_kernel_; }
+  // Whether the MLP's GELU runs in the matmul epilogues (bfloat16, tanh GELU, asked for).
+  bool gelu_epilogue() const { return gelu_epilogue_; }
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
@@ -124,6 +134,7 @@ class GpuGpt {
   int maxB_, maxT_;
   bool flash_ = false;
   GpuFlashKernel flash_kernel_ = GpuFlashKernel::kMma;
+  bool gelu_epilogue_ = false;
   cuda::GpuOpTimer* timer_ = nullptr;
   cuda::DeviceBuffer<float> params_, grads_, m_, v_;
   cuda::DeviceBuffer<uint16_t> params_h_;  // bfloat16 copy (empty in float32)

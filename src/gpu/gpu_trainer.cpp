@@ -149,7 +149,7 @@ class GpuTrainingRun {
     const bool naive = config_.attention == "naive";
     const GpuMemoryPlan plan = plan_gpu_memory(config_.model, dtype_, B, T, naive);
     model_ = std::make_unique<GpuGpt>(*ctx_, config_.model, dtype_, B, T, naive,
-                                      gpu_flash_kernel_from_env());
+                                      gpu_flash_kernel_from_env(), gpu_gelu_epilogue_from_env());
     if (config_.profile) timer_ = std::make_unique<cuda::GpuOpTimer>();
     const ParamTable& table = model_->table();
     host_params_ = Buffer<float>(table.total_numel());
@@ -214,16 +214,16 @@ class GpuTrainingRun {
                     train_loader_->mode_description(), config_.sampling, tokens_per_iter_,
                     config_.batch_size, T, config_.gradient_accumulation_steps));
     say(fmt::format(
-        "compute: {} in {}, {} attention; {}; GPU memory planned {} (params {}, grads {}, AdamW "
-        "{}, "
-        "activations {}, classifier {}, scratch {})",
+        "compute: {} in {}, {} attention{}; {}; GPU memory planned {} (params {}, grads {}, "
+        "AdamW {}, activations {}, classifier {}, scratch {})",
         cuda::device_description(), config_.dtype,
         !model_->flash_attention()                       ? "naive (cuBLAS)"
         : model_->flash_kernel() == GpuFlashKernel::kMma ? "flash (mma)"
                                                          : "flash (wmma)",
-        peak_.description, format_bytes(plan.total()), format_bytes(plan.params),
-        format_bytes(plan.grads), format_bytes(plan.optimizer), format_bytes(plan.activations),
-        format_bytes(plan.classifier), format_bytes(plan.scratch)));
+        model_->gelu_epilogue() ? ", GELU in the matmul epilogues" : "", peak_.description,
+        format_bytes(plan.total()), format_bytes(plan.params), format_bytes(plan.grads),
+        format_bytes(plan.optimizer), format_bytes(plan.activations), format_bytes(plan.classifier),
+        format_bytes(plan.scratch)));
     if (from == "resume") {
       say(fmt::format("resumed from {} at iteration {} (best val loss {:.4f})", ckpt_dir_,
                       iter_num_, best_val_loss_));

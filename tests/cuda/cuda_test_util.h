@@ -2,15 +2,18 @@
 // without a device (SKIP_WITHOUT_CUDA_DEVICE(), or the CudaTest fixture, which also holds one
 // CudaContext per test suite), device tensors of a dtype filled from float vectors (DeviceTensor)
 // or typed RAII buffers (device_memory.h's DeviceBuffer), seeded random host data, bfloat16 host
-// conversions (core/float16.h) and tolerance comparisons.
-// Compiled by the host compiler: no CUDA header here.
+// conversions (core/float16.h), tolerance comparisons and median_ms for the TimingReport tests.
+// Compiled by the host compiler: of CUDA's headers only cuda_runtime.h (events) here.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -110,6 +113,30 @@ DeviceBuffer<T> to_device(const std::vector<T>& v, const char* what = "a test bu
   DeviceBuffer<T> d(v.size(), what);
   d.upload(v);
   return d;
+}
+
+// ---- timing (the TimingReport tests: figures printed, nothing asserted) ----
+
+// Median milliseconds of 10 runs of f after 3 warm-ups (cudaEvents on the default stream).
+inline double median_ms(const std::function<void()>& f) {
+  for (int i = 0; i < 3; ++i) f();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<float> ms;
+  for (int i = 0; i < 10; ++i) {
+    cudaEventRecord(start);
+    f();
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return 0.5 * (ms[4] + ms[5]);
 }
 
 // Device buffers filled with NaN (float32, or bf16 bit patterns): outputs a kernel fails to write

@@ -27,6 +27,7 @@ namespace {
 
 using testing_cuda::CudaTest;
 using testing_cuda::DeviceTensor;
+using testing_cuda::median_ms;
 using testing_cuda::poisoned_f32;
 using testing_cuda::random_vector;
 using testing_cuda::relative_error;
@@ -201,30 +202,6 @@ TEST_F(CudaFlashAttentionMma, MatchesWmma) {
   }
 }
 
-// Median milliseconds of 10 runs of f after 3 warm-ups (cudaEvents on the default stream).
-double median_ms(const std::function<void()>& f) {
-  for (int i = 0; i < 3; ++i) f();
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  std::vector<float> ms;
-  for (int i = 0; i < 10; ++i) {
-    cudaEventRecord(start);
-    f();
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float t = 0;
-    cudaEventElapsedTime(&t, start, stop);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return 0.5 * (ms[4] + ms[5]);
-}
-
-// Forward and backward milliseconds of both implementations on GPT-2 124M's attention at B 16
-// (printed, not asserted). TFLOP/s count the causal half: forward 2 products, backward 5.
 TEST_F(CudaFlashAttentionMma, TimingReport) {
   const int B = 16, T = 1024, C = 768, NH = 12;
   const int64_t btc = static_cast<int64_t>(B) * T * C;

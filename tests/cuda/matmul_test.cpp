@@ -160,6 +160,84 @@ TEST(CudaMatmul, Backward) {
     check_backward(c, 37, 97, 53, true, true);
     check_backward(c, 37, 97, 53, false, false);
     check_backward(c, 1000, 64, 96, true, true);  // several row chunks in the bias sum
+    check_backward(c, 300, 64, 264, true, true);  // 16-byte column groups, a partial block
+  }
+}
+
+// The bias gradient's column sums with 16-byte loads (aligned dout, OC a multiple of 8) and by
+// element (dout one element off alignment) add in the same order: the same bits.
+TEST(CudaMatmul, BiasGradientSameBitsWithAndWithoutVectorLoads) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  CudaContext ctx;
+  const int64_t N = 1000;
+  const int C = 64, OC = 96;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto dout = rounded(random_vector(N * OC, 31, 1.0f), dtype);
+    const auto inp = rounded(random_vector(N * C, 32, 1.0f), dtype);
+    const auto weight = rounded(random_vector(int64_t{OC} * C, 33, 0.2f), dtype);
+    std::vector<std::vector<float>> dbias;
+    for (int64_t offset : {0, 1}) {
+      DeviceTensor d_dout(dout, dtype, offset), d_inp(inp, dtype), d_weight(weight, dtype);
+      DeviceTensor d_dbias(std::vector<float>(OC, 0.0f), DType::kF32);
+      matmul_backward(ctx, TypedPtr{}, nullptr, d_dbias.ptr().f32(), d_dout.ptr(), d_inp.ptr(),
+                      d_weight.ptr(), N, C, OC);
+      dbias.push_back(d_dbias.download());
+    }
+    EXPECT_EQ(dbias[0], dbias[1]);
+  }
+}
+
+// The MLP's GELU with its products: matmul_gelu_forward (pre = inp W^T + b, act = GELU(pre)) and
+// matmul_gelu_backward (dinp = (dout W) * GELU'(pre)), fused into cuBLASLt's epilogues (bfloat16,
+// tanh GELU) and not (float32, or fuse false, or the exact GELU / ReLU^2: the elementwise kernels),
+// against the reference on the same rounded inputs. The fused epilogue applies the GELU to the
+// float32 sum before rounding, so act is compared within bf16 tolerance of GELU(exact pre).
+TEST(CudaMatmul, GeluInTheEpiloguesAndApart) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  CudaContext ctx(/*allow_tf32=*/false);
+  const int64_t N = 300;
+  const int C = 96, OC = 256;  // forward: C -> OC (the MLP's fc); backward: OC -> C, pre (N, OC)
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (MlpActivation kind :
+         {MlpActivation::kTanh, MlpActivation::kExact, MlpActivation::kRelu2}) {
+      for (bool fuse : {true, false}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " kind " + std::to_string(int(kind)) +
+                     (fuse ? " fused" : " apart"));
+        const double tol = dtype == DType::kF32 ? 1e-5 : 2e-2;
+        const auto inp = rounded(random_vector(N * C, 41, 1.0f), dtype);
+        const auto w = rounded(random_vector(int64_t{OC} * C, 42, 0.2f), dtype);
+        const auto b = rounded(random_vector(OC, 43, 0.5f), dtype);
+        std::vector<float> pre(N * OC), act(N * OC);
+        ref::matmul_forward(pre.data(), inp.data(), w.data(), b.data(), N, C, OC);
+        ref::gelu_forward(act.data(), pre.data(), N * OC, kind);
+        DeviceTensor d_inp(inp, dtype), d_w(w, dtype), d_b(b, dtype);
+        DeviceTensor d_pre = DeviceTensor::nan(N * OC, dtype),
+                     d_act = DeviceTensor::nan(N * OC, dtype);
+        matmul_gelu_forward(ctx, d_act.ptr(), d_pre.ptr(), d_inp.ptr(), d_w.ptr(), d_b.ptr(), N, C,
+                            OC, kind, fuse);
+        expect_rel(d_pre.download(), pre, tol, "pre");
+        expect_rel(d_act.download(), act, tol, "act");
+
+        // Backward of the next product (OC -> C): dinp (N, OC) = (dout (N, C) @ w2 (C, OC)) * act'.
+        const auto pre_r = d_pre.download();  // what the backward reads, as the model keeps it
+        const auto dout = rounded(random_vector(N * C, 44, 1.0f), dtype);
+        const auto w2 = rounded(random_vector(int64_t{C} * OC, 45, 0.2f), dtype);
+        const auto act_r = d_act.download();
+        std::vector<float> dx(N * OC, 0.0f), want(N * OC, 0.0f), dw(int64_t{C} * OC, 0.0f);
+        ref::matmul_backward(dx.data(), dw.data(), nullptr, dout.data(), act_r.data(), w2.data(), N,
+                             OC, C);
+        ref::gelu_backward(want.data(), pre_r.data(), dx.data(), N * OC, kind);
+        DeviceTensor d_dout(dout, dtype), d_w2(w2, dtype), d_act_in(act_r, dtype);
+        DeviceTensor d_dinp = DeviceTensor::nan(N * OC, dtype);
+        DeviceTensor d_dw(std::vector<float>(int64_t{C} * OC, 0.0f), DType::kF32);
+        matmul_gelu_backward(ctx, d_dinp.ptr(), d_dw.ptr().f32(), nullptr, d_dout.ptr(),
+                             d_act_in.ptr(), d_w2.ptr(), N, OC, C, d_pre.ptr(), kind, fuse);
+        ctx.synchronize("matmul_gelu_backward");
+        expect_rel(d_dinp.download(), want, tol, "dinp");
+        expect_rel(d_dw.download(), dw, tol, "dweight");
+      }
+    }
   }
 }
 

@@ -170,8 +170,8 @@ __global__ void layernorm_backward_kernel(float* dinp, float* dw_part, float* db
 }
 
 // The vector backward (C % 4 == 0, C <= 4 * 32 * kVecs): one warp per row (grid-stride over rows),
-// lane l owning the float4 channel groups j = l, l + 32, ...: dout and xhat of the row stay in
-// registers between the two warp sums, and the lane's dweight / dbias partial sums in registers
+// lane l owning the float4 channel groups j = l, l + 32, ...: dout, xhat and dinp of the row, all
+// loaded before the two warp sums, stay in registers between them, and the lane's dweight / dbias partial sums in registers
 // over all the warp's rows. At the end the block's warps add theirs in warp order in shared memory
 // (deterministic) and the block writes dw_part[blockIdx.x, :], db_part[blockIdx.x, :].
 template <typename T, int kVecs>
@@ -194,12 +194,14 @@ __global__ void layernorm_backward_vec_kernel(float* dinp, T* dinp_copy, float* 
     const int64_t off = row * C;
     const float m = rms ? 0.0f : mean[row];
     const float s = rstd[row];
-    float4 d[kVecs], xh[kVecs];
+    float4 d[kVecs], xh[kVecs], di[kVecs];
     float sg = 0.0f, sgx = 0.0f;  // sum g, sum g * xhat (g = dout * weight)
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const int j = lane + kWarpSize * k;
       if (j < C4) {
+        // dinp is read here too, with the row's other loads: one memory round trip per row.
+        if (dinp) di[k] = load4(dinp + off + 4 * j);
         d[k] = load4(dout + off + 4 * j);
         const float4 x = load4(inp + off + 4 * j), w = load4(weight + 4 * j);
         xh[k] = make_float4((x.x - m) * s, (x.y - m) * s, (x.z - m) * s, (x.w - m) * s);
@@ -216,14 +218,13 @@ __global__ void layernorm_backward_vec_kernel(float* dinp, T* dinp_copy, float* 
       if (j < C4) {
         if (dinp) {
           const float4 w = load4(weight + 4 * j);
-          float4 di = load4(dinp + off + 4 * j);
-          di.x += s * (d[k].x * w.x - g_mean - xh[k].x * gx_mean);
-          di.y += s * (d[k].y * w.y - g_mean - xh[k].y * gx_mean);
-          di.z += s * (d[k].z * w.z - g_mean - xh[k].z * gx_mean);
-          di.w += s * (d[k].w * w.w - g_mean - xh[k].w * gx_mean);
-          store4(dinp + off + 4 * j, di);
+          di[k].x += s * (d[k].x * w.x - g_mean - xh[k].x * gx_mean);
+          di[k].y += s * (d[k].y * w.y - g_mean - xh[k].y * gx_mean);
+          di[k].z += s * (d[k].z * w.z - g_mean - xh[k].z * gx_mean);
+          di[k].w += s * (d[k].w * w.w - g_mean - xh[k].w * gx_mean);
+          store4(dinp + off + 4 * j, di[k]);
           // dout may be dinp_copy: this lane read its group of the row in the loop above.
-          if (dinp_copy) store4(dinp_copy + off + 4 * j, di);
+          if (dinp_copy) store4(dinp_copy + off + 4 * j, di[k]);
         }
         dw[k].x += d[k].x * xh[k].x;
         dw[k].y += d[k].y * xh[k].y;

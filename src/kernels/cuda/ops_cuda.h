@@ -128,6 +128,19 @@ void matmul_forward(CudaContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstType
 void matmul_backward(CudaContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
                      ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                      int OC);
+// The MLP's first product and its activation: pre (N, OC) = inp @ weight^T + bias, act (N, OC) =
+// kind(pre), act, pre and inp of one dtype. With fuse, tanh GELU and bfloat16, in cuBLASLt's
+// GELU_AUX(_BIAS) epilogue (GELU on the float32 sum, then rounded; pre rounded apart); otherwise
+// matmul_forward then gelu_forward.
+void matmul_gelu_forward(CudaContext& ctx, TypedPtr act, TypedPtr pre, ConstTypedPtr inp,
+                         ConstTypedPtr weight, ConstTypedPtr bias, int64_t N, int C, int OC,
+                         MlpActivation kind, bool fuse);
+// matmul_backward of the MLP's second product (inp = act above), dinp then multiplied by
+// kind'(pre) (pre (N, C), dinp's dtype): with fuse, tanh GELU and bfloat16 in cuBLASLt's DGELU
+// epilogue (on the float32 product, then rounded); otherwise by gelu_backward after the product.
+void matmul_gelu_backward(CudaContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+                          ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N,
+                          int C, int OC, ConstTypedPtr pre, MlpActivation kind, bool fuse);
 
 // ---- attention (attention.cu) ----
 
