@@ -14,6 +14,7 @@
 #include "core/float16.h"
 #include "core/timer.h"
 #include "kernels/cpu/attention_bf16.h"
+#include "kernels/kernel_ways.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
@@ -99,7 +100,7 @@ KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShap
   AttentionBf16Way forced = AttentionBf16Way::kNative;
   CHECK(requested == "auto" || parse_way(requested, forced),
         "kernel_choice = '{}': expected 'auto' (measure each way at this run's shapes), "
-        "'native' or 'widened'",
+        "'native', 'widened' or 'onednn'",
         requested);
   if (dtype != DType::kBF16) {
     plan.how = "no choice outside bfloat16";
@@ -107,22 +108,30 @@ KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShap
   }
   const int g = attention_batch_group(shape.B, shape.NH);
   const bool native_here = cpu::attention_bf16_native(g, shape.T, shape.C, shape.NH);
+  // oneDNN's bf16 matmuls are native only where the CPU has bf16 dot products (AVX512_BF16, AMX):
+  // elsewhere it emulates them at a fraction of its fp32 rate.
+  const bool onednn_here = have_bf16_dot_products();
   const double flops = attention_flops(g, shape.T, shape.C);
+  auto available = [&](AttentionBf16Way way) {
+    return way == AttentionBf16Way::kWidened ||
+           (way == AttentionBf16Way::kNative ? native_here : onednn_here);
+  };
   std::vector<AttentionBf16Way> candidates;
-  for (AttentionBf16Way way : {AttentionBf16Way::kNative, AttentionBf16Way::kWidened}) {
+  for (AttentionBf16Way way : kAttentionBf16Ways) {
     WayTiming w;
     w.way = way_name(way);
-    w.available = way == AttentionBf16Way::kWidened || native_here;
+    w.available = available(way);
     if (w.available && requested == "auto" && flops >= min_timed_flops) candidates.push_back(way);
     plan.attention_bf16.push_back(w);
   }
   if (!candidates.empty()) {
-    // The ways take turns (a busy moment hits both alike), a warm-up round first, then the best
-    // of up to 5 rounds, fewer once ~40 ms have gone into timing.
+    // The ways take turns (a busy moment hits all alike), a warm-up round first, then the best
+    // of up to 5 rounds, fewer once ~40 ms per way have gone into timing.
     AttentionProbe probe(g, shape);
-    std::vector<double> best(2, 1e30);
+    std::vector<double> best(std::size(kAttentionBf16Ways), 1e30);
     double spent = 0;
-    for (int round = 0; round < 6 && (round < 3 || spent < 40); ++round) {
+    const double budget = 40.0 * static_cast<double>(candidates.size()) / 2;
+    for (int round = 0; round < 6 && (round < 3 || spent < budget); ++round) {
       for (AttentionBf16Way way : candidates) {
         const double ms = probe.run(ctx, way);
         spent += ms;
@@ -140,41 +149,44 @@ KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShap
       w.from_cache = kept.from_cache;
     }
   }
-  const WayTiming& native = plan.attention_bf16[0];
-  const WayTiming& widened = plan.attention_bf16[1];
+  const WayTiming& native = plan.attention_bf16[static_cast<int>(AttentionBf16Way::kNative)];
   // The unit-level preference: native where bf16 dot products outrun fp32 FMAs here.
   const bool native_unit = native.available && units.bf16_dot >= units.fp32_fma;
   const AttentionBf16Way preferred =
       native_unit ? AttentionBf16Way::kNative : AttentionBf16Way::kWidened;
-  if (requested == "auto" && !native.available) {
-    plan.ways.attention_bf16 = AttentionBf16Way::kWidened;
-    plan.how = widened.measured ? "measured; the only way here" : "the only way here";
-  } else if (requested == "auto" && !native.measured) {
+  const WayTiming& pref = plan.attention_bf16[static_cast<int>(preferred)];
+  if (requested == "auto" && !pref.measured) {
+    plan.ways.attention_bf16 = preferred;
+    if (!native.available && !plan.attention_bf16[2].available) {
+      plan.how = "the only way here";
+    } else {
+      plan.how = fmt::format(
+          "{:.0f} MFLOP per attention group is too little to time: the way of the faster unit, "
+          "{} at {:.0f} GFLOP/s against {} {:.0f}",
+          flops / 1e6, native_unit ? "bf16 dot products" : "fp32 FMAs",
+          (native_unit ? units.bf16_dot : units.fp32_fma) / 1e9,
+          native_unit ? "fp32 FMAs" : "bf16 dot products",
+          (native_unit ? units.fp32_fma : units.bf16_dot) / 1e9);
+    }
+  } else if (requested == "auto") {
+    // The faster unit's way unless another is clearly faster: two runs on one machine (a test's
+    // straight and resumed runs, a sweep's seeds) should not flip between ways whose times are
+    // within noise of each other.
+    AttentionBf16Way fastest = preferred;
+    for (AttentionBf16Way way : candidates) {
+      if (plan.attention_bf16[static_cast<int>(way)].ms <
+          plan.attention_bf16[static_cast<int>(fastest)].ms) {
+        fastest = way;
+      }
+    }
+    const double fastest_ms = plan.attention_bf16[static_cast<int>(fastest)].ms;
+    plan.ways.attention_bf16 = fastest_ms * kHysteresis < pref.ms ? fastest : preferred;
+    plan.how = "measured";
+  } else if (!plan.attention_bf16[static_cast<int>(forced)].available) {
     plan.ways.attention_bf16 = preferred;
     plan.how = fmt::format(
-        "{:.0f} MFLOP per attention group is too little to time: the way of the faster unit, {} "
-        "at {:.0f} GFLOP/s against {} {:.0f}",
-        flops / 1e6, native_unit ? "bf16 dot products" : "fp32 FMAs",
-        (native_unit ? units.bf16_dot : units.fp32_fma) / 1e9,
-        native_unit ? "fp32 FMAs" : "bf16 dot products",
-        (native_unit ? units.fp32_fma : units.bf16_dot) / 1e9);
-  } else if (requested == "auto") {
-    // The faster unit's way unless the other is clearly faster: two runs on one machine (a
-    // test's straight and resumed runs, a sweep's seeds) should not flip between ways whose
-    // times are within noise of each other.
-    const WayTiming& pref = plan.attention_bf16[static_cast<int>(preferred)];
-    const WayTiming& other = plan.attention_bf16[1 - static_cast<int>(preferred)];
-    plan.ways.attention_bf16 =
-        other.ms * kHysteresis < pref.ms
-            ? (preferred == AttentionBf16Way::kNative ? AttentionBf16Way::kWidened
-                                                      : AttentionBf16Way::kNative)
-            : preferred;
-    plan.how = "measured";
-  } else if (forced == AttentionBf16Way::kNative && !native.available) {
-    plan.ways.attention_bf16 = AttentionBf16Way::kWidened;
-    plan.how =
-        "kernel_choice = 'native', but this CPU (or its cap) and shape have no native bf16 "
-        "kernel";
+        "kernel_choice = '{}', but this CPU (or its cap) and shape cannot run it here: {}",
+        requested, way_name(preferred));
   } else {
     plan.ways.attention_bf16 = forced;
     plan.how = "forced by kernel_choice = '" + requested + "'";

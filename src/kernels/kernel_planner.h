@@ -52,8 +52,9 @@ struct UnitRates {
 // millisecond, where timer and scheduling noise would decide (and two runs could disagree).
 inline constexpr double kMinTimedAttentionFlops = 1e8;
 
-// The ways for a run in `dtype` whose attention has `shape`. requested: "auto", "native" or
-// "widened" (a forced way the CPU or shape cannot run falls back to the other, and says so).
+// The ways for a run in `dtype` whose attention has `shape`. requested: "auto", "native",
+// "widened" or "onednn" (a forced way the CPU or shape cannot run falls back to the faster unit's
+// way, and says so). oneDNN's way is chosen only by measuring (or forced), never by the unit rule.
 KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShape& shape,
                             const std::string& requested, int threads, const UnitRates& units,
                             bool use_cache = true,

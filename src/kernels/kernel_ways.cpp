@@ -4,7 +4,15 @@
 namespace nanogpt {
 
 const char* way_name(AttentionBf16Way way) {
-  return way == AttentionBf16Way::kNative ? "native" : "widened";
+  switch (way) {
+    case AttentionBf16Way::kNative:
+      return "native";
+    case AttentionBf16Way::kWidened:
+      return "widened";
+    case AttentionBf16Way::kOnednn:
+      return "onednn";
+  }
+  return "?";
 }
 
 bool parse_way(std::string_view name, AttentionBf16Way& way) {
@@ -12,6 +20,8 @@ bool parse_way(std::string_view name, AttentionBf16Way& way) {
     way = AttentionBf16Way::kNative;
   } else if (name == "widened") {
     way = AttentionBf16Way::kWidened;
+  } else if (name == "onednn") {
+    way = AttentionBf16Way::kOnednn;
   } else {
     return false;
   }

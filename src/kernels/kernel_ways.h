@@ -2,10 +2,12 @@
 // (issue 30). Chosen at start-up by measuring each candidate at the run's own shapes
 // (kernels/kernel_planner.h) or forced by --kernel_choice; part of the run's numerics, so saved in
 // the checkpoint and kept on resume. Held by the KernelContext and read by the dispatchers.
-//   attention_bf16: a bfloat16 run's attention either on the native bf16 kernel (vdpbf16ps dot
-//   products; P and dS rounded to bf16) or on the float32 flash kernel over inputs widened to
-//   float32 (FMAs). Which is faster depends on the CPU: Zen 5 runs vdpbf16ps at twice the FMA
-//   rate, Intel's Xeons at half.
+//   attention_bf16: a bfloat16 run's attention on the native bf16 kernel (vdpbf16ps dot
+//   products; P and dS rounded to bf16), on the float32 flash kernel over inputs widened to
+//   float32 (FMAs), or with its block products as oneDNN matmuls (cpu/attention_onednn.h: AMX
+//   tiles where the CPU has them; P and dS rounded to bf16 as native). Which is faster depends on
+//   the CPU: Zen 5 runs vdpbf16ps at twice the FMA rate, Intel's Xeons at half, and their AMX
+//   multiplies bf16 at several times either.
 #pragma once
 
 #include <string>
@@ -13,15 +15,17 @@
 
 namespace nanogpt {
 
-enum class AttentionBf16Way { kNative, kWidened };
+enum class AttentionBf16Way { kNative, kWidened, kOnednn };
+inline constexpr AttentionBf16Way kAttentionBf16Ways[] = {
+    AttentionBf16Way::kNative, AttentionBf16Way::kWidened, AttentionBf16Way::kOnednn};
 
 struct KernelWays {
   AttentionBf16Way attention_bf16 = AttentionBf16Way::kNative;
   bool operator==(const KernelWays&) const = default;
 };
 
-const char* way_name(AttentionBf16Way way);  // "native" / "widened"
-// False for anything but "native" / "widened".
+const char* way_name(AttentionBf16Way way);  // "native" / "widened" / "onednn"
+// False for anything but "native" / "widened" / "onednn".
 bool parse_way(std::string_view name, AttentionBf16Way& way);
 
 }  // namespace nanogpt

@@ -55,9 +55,10 @@ void TrainConfig::validate() const {
         zero_stage);
   CHECK(comm_timeout > 0, "comm_timeout = {}: expected seconds > 0", comm_timeout);
   CHECK(bucket_cap_mb > 0, "bucket_cap_mb = {}: expected megabytes > 0", bucket_cap_mb);
-  CHECK(kernel_choice == "auto" || kernel_choice == "native" || kernel_choice == "widened",
-        "kernel_choice = '{}': expected 'auto' (time each way at this run's shapes), 'native' or "
-        "'widened'",
+  CHECK(kernel_choice == "auto" || kernel_choice == "native" || kernel_choice == "widened" ||
+            kernel_choice == "onednn",
+        "kernel_choice = '{}': expected 'auto' (time each way at this run's shapes), 'native', "
+        "'widened' or 'onednn'",
         kernel_choice);
   CHECK(attention == "flash" || attention == "naive",
         "attention = '{}': expected 'flash' (the default) or 'naive'", attention);

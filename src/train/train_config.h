@@ -119,9 +119,10 @@ struct TrainConfig {
       "'flash' (tiled kernel, no T x T matrix, memory linear in T) or 'naive' (nanoGPT's "
       "non-flash path: the (B, n_head, T, T) probabilities materialized and kept for backward)");
     v("kernel_choice", kernel_choice,
-      "where a product has several ways (bfloat16 attention: 'native' bf16 dot products or "
-      "'widened' to float32 FMAs): 'auto' times each at this run's shapes at start-up and takes "
-      "the fastest (kept on resume), or force one");
+      "where a product has several ways (bfloat16 attention: 'native' bf16 dot products, "
+      "'widened' to float32 FMAs, or 'onednn' block products as oneDNN matmuls, AMX where the "
+      "CPU has it): 'auto' times each at this run's shapes at start-up and takes the fastest "
+      "(kept on resume), or force one");
     v("fused", fused,
       "True: fused kernels (each residual add in one pass with the LayerNorm it feeds; the "
       "classifier in row chunks fused with its backward, never holding the logits; the optimizer "

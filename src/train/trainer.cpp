@@ -375,8 +375,10 @@ class TrainingRun {
       plan = plan_kernel_ways(ctx_, dtype_, shape, way_name(saved), threads_, units);
       plan.how = plan.ways.attention_bf16 == saved
                      ? "kept from the checkpoint"
-                     : "the checkpoint's 'native' has no kernel on this CPU: widened, whose "
-                       "rounding differs slightly";
+                     : fmt::format(
+                           "the checkpoint's '{}' cannot run on this CPU: {}, whose "
+                           "rounding differs slightly",
+                           way_name(saved), way_name(plan.ways.attention_bf16));
     } else {
       plan = plan_kernel_ways(ctx_, dtype_, shape, config_.kernel_choice, threads_, units);
     }

@@ -1,10 +1,10 @@
 // Kernel ways (kernels/kernel_ways.h) and their planner (kernels/kernel_planner.h): the context's
 // way selects the bf16 attention kernel (native: the bf16 kernel's bits; widened: the float32
-// kernel's on widened inputs, on every CPU); 'auto' times every way this CPU has at the shape and
-// takes the faster (the faster unit's way unless the other is more than 10% faster), and below
-// the size worth timing takes the faster unit's way; a forced way is taken without
-// timing, a forced native way the CPU lacks falls back to widened and says so; a bad value is
-// named; outside bfloat16 there is no choice.
+// kernel's on widened inputs, on every CPU; onednn: tests/kernels/attention_onednn_test.cpp);
+// 'auto' times every way this CPU has at the shape and takes the fastest (the faster unit's way
+// unless another is more than 10% faster), and below the size worth timing takes the faster
+// unit's way; a forced way is taken without timing, a forced way the CPU lacks falls back to the
+// faster unit's and says so; a bad value is named; outside bfloat16 there is no choice.
 #include "kernels/kernel_planner.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/cpu_info.h"
 #include "core/float16.h"
 #include "core/rng.h"
 #include "kernel_test_util.h"
@@ -65,19 +66,29 @@ TEST(KernelPlanner, AutoTimesEveryWayHereAndTakesTheFaster) {
   // whatever the size.
   const UnitRates units{800e9, 400e9};
   const KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "auto", 2, units, false, 0);
-  ASSERT_EQ(plan.attention_bf16.size(), 2u);
+  ASSERT_EQ(plan.attention_bf16.size(), 3u);
   const WayTiming& native = plan.attention_bf16[0];
   const WayTiming& widened = plan.attention_bf16[1];
+  const WayTiming& onednn = plan.attention_bf16[2];
   EXPECT_EQ(native.way, "native");
   EXPECT_EQ(widened.way, "widened");
+  EXPECT_EQ(onednn.way, "onednn");
   EXPECT_TRUE(widened.available && widened.measured);
   EXPECT_GT(widened.ms, 0);
   EXPECT_EQ(native.available, cpu::attention_bf16_native(4, 64, 128, 2));
   EXPECT_EQ(native.measured, native.available);
-  const bool native_wins = native.available && native.ms <= 1.1 * widened.ms;  // (hysteresis)
-  EXPECT_EQ(plan.ways.attention_bf16,
-            native_wins ? AttentionBf16Way::kNative : AttentionBf16Way::kWidened);
-  EXPECT_EQ(plan.how, native.available ? "measured" : "measured; the only way here");
+  EXPECT_EQ(onednn.available, have_bf16_dot_products());
+  EXPECT_EQ(onednn.measured, onednn.available);
+  // The faster unit's way (native here where it exists, by these rates) unless another is more
+  // than 10% faster.
+  const WayTiming& pref = native.available ? native : widened;
+  const WayTiming* fastest = &pref;
+  for (const WayTiming* w : {&native, &widened, &onednn}) {
+    if (w->measured && w->ms < fastest->ms) fastest = w;
+  }
+  const std::string chosen = fastest->ms * 1.1 < pref.ms ? fastest->way : pref.way;
+  EXPECT_EQ(way_name(plan.ways.attention_bf16), chosen) << plan.describe();
+  EXPECT_EQ(plan.how, "measured");
   EXPECT_NE(plan.describe().find("attention bf16: "), std::string::npos) << plan.describe();
   EXPECT_NE(plan.describe().find(" ms"), std::string::npos) << plan.describe();
   EXPECT_EQ(ctx.ways(), KernelWays{});  // timing leaves the context's ways as they were
@@ -90,7 +101,8 @@ TEST(KernelPlanner, TooSmallToTimeTakesTheFasterUnitsWay) {
   const bool native_here = cpu::attention_bf16_native(4, 64, 128, 2);
   // bf16 dot products at twice the FMA rate (Zen 5): native; at half (Intel's Xeons): widened.
   KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "auto", 2, {800e9, 400e9});
-  EXPECT_FALSE(plan.attention_bf16[0].measured || plan.attention_bf16[1].measured);
+  EXPECT_FALSE(plan.attention_bf16[0].measured || plan.attention_bf16[1].measured ||
+               plan.attention_bf16[2].measured);
   EXPECT_EQ(plan.ways.attention_bf16,
             native_here ? AttentionBf16Way::kNative : AttentionBf16Way::kWidened);
   if (native_here) {
@@ -123,13 +135,29 @@ TEST(KernelPlanner, ForcedWaysAreTakenWithoutTiming) {
     EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kNative);
   } else {
     EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kWidened);
-    EXPECT_NE(plan.how.find("no native bf16 kernel"), std::string::npos) << plan.how;
+    EXPECT_NE(plan.how.find("kernel_choice = 'native', but this CPU (or its cap) and shape cannot "
+                            "run it here: widened"),
+              std::string::npos)
+        << plan.how;
+  }
+  plan = plan_kernel_ways(ctx, DType::kBF16, shape, "onednn", 2, units, false);
+  EXPECT_FALSE(plan.attention_bf16[2].measured);
+  if (have_bf16_dot_products()) {
+    EXPECT_EQ(plan.ways.attention_bf16, AttentionBf16Way::kOnednn);
+    EXPECT_EQ(plan.how, "forced by kernel_choice = 'onednn'");
+  } else {
+    EXPECT_NE(plan.ways.attention_bf16, AttentionBf16Way::kOnednn);
+    EXPECT_NE(plan.how.find("kernel_choice = 'onednn', but this CPU"), std::string::npos)
+        << plan.how;
   }
   try {
-    plan_kernel_ways(ctx, DType::kBF16, shape, "onednn", 2, units, false);
+    plan_kernel_ways(ctx, DType::kBF16, shape, "amx", 2, units, false);
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("kernel_choice = 'onednn'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("kernel_choice = 'amx': expected 'auto'"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'onednn'"), std::string::npos) << e.what();
   }
   // Outside bfloat16 there is nothing to choose.
   plan = plan_kernel_ways(ctx, DType::kF32, shape, "auto", 2, units, false);

@@ -1,6 +1,6 @@
 // KernelContext::Impl: the oneDNN engine and stream and the cache of matmul primitives keyed by
-// (N, C, OC, has_bias, kind, input and output dtypes), the scratch of the low-precision kernels and
-// the attention kernels' workspace.
+// (N, C, OC, has_bias, kind, input and output dtypes), the scratch of the low-precision kernels,
+// the attention kernels' workspace and the oneDNN attention's block products.
 // Internal to kernels/cpu.
 #pragma once
 
@@ -58,6 +58,22 @@ struct CachedMatmul {
   std::optional<dnnl::reorder> pack;
 };
 
+// The oneDNN attention's block products (attention_onednn.cpp), batched over a sequence's heads:
+// which product, the query block's rows, the keys it sees, the head size, the heads, the model
+// width (the row strides of qkv and dout) and T (the stride of the per-head gradient accumulators).
+struct AttentionMatmulKey {
+  int product, nq, kend, hs, nh, c, t;
+  bool operator<(const AttentionMatmulKey& o) const {
+    return std::tie(product, nq, kend, hs, nh, c, t) <
+           std::tie(o.product, o.nq, o.kend, o.hs, o.nh, o.c, o.t);
+  }
+};
+struct AttentionMatmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  size_t scratchpad_bytes = 0;  // its user-managed scratchpad (each thread brings its own)
+};
+
 struct KernelContext::Impl {
   // The CPU target the dispatched kernels run at (NANOGPT_CPU_TARGET caps it), applied to Highway
   // when the context is made.
@@ -92,6 +108,8 @@ struct KernelContext::Impl {
   // The flash attention kernels' per-thread scratch (float32 and native bf16 alike: a bf16 run
   // may use both, one after the other), reused by every call.
   cpu::AttentionWorkspace attention;
+  // The oneDNN attention's primitives (made before its parallel regions, executed by every thread).
+  std::map<AttentionMatmulKey, AttentionMatmul> attention_matmuls;
   size_t packed_weights_bytes = 0;
   void* packed_weights_scratch(size_t bytes) {
     if (packed_weights_bytes < bytes) {
