@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 30's figures in one command, on an Intel Xeon with AMX or on any CPU (it says which):
 #   1. the CPU (model; amx_bf16 / avx512_bf16 / avx512_fp16 flags) and the kernel ways a bfloat16
-#      run chooses at W1, W2 and W3' (the compute: line of a one-step run: the ways' times here);
+#      run chooses at W1, W2 and W3' (the compute: line of a one-step run: the ways' times here),
+#      and the small float32 products' way (tiles or oneDNN) a float32 W1 run chooses;
 #   2. W1, W2, W3' in float32 and bfloat16, side by side, ours (median ms per step; the ratio);
 #   3. nanoGPT on PyTorch 2.6 for W1 and W2 in its best setting (bench/run_torch2_peer_bench.sh:
 #      eager and compiled, fp32 and bf16), where its Debian 13 root can be made (root, network);
@@ -49,6 +50,14 @@ for part in $PARTS; do
                  --eval_interval=100000 --eval_iters=1 --always_save_checkpoint=False \
                  --out_dir=out-amx-ways | grep '^compute:')
         echo "$w: ${line##*; attention bf16: }"
+      done
+      echo "## the small float32 products' way a float32 run chooses here (tiles or oneDNN)"
+      for w in W1; do
+        # shellcheck disable=SC2046
+        line=$(cd "$WORK" && "$NANOGPT" train $(workload_args $w) --dtype=float32 --max_iters=1 \
+                 --eval_interval=100000 --eval_iters=1 --always_save_checkpoint=False \
+                 --out_dir=out-amx-ways | grep '^compute:')
+        echo "$w float32: small products f32: ${line##*; small products f32: }"
       done ;;
     steps)
       echo "## W1, W2, W3' float32 and bfloat16, ours (steps $STEPS; W1 x20)"

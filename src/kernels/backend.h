@@ -238,7 +238,7 @@ class Backend {
   // Whether the fused MLP ops are one parallel region each at this shape (ops_lowp.h), so the
   // model fuses the MLP even with fused_mlp off.
   bool mlp_fusion_one_region(DType dtype, int64_t N, int C, int OC) const {
-    return cpu::mlp_fusion_one_region(dtype, N, C, OC);
+    return cpu::mlp_fusion_one_region(ctx_, dtype, N, C, OC);
   }
   void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstTypedPtr dout,
                             ConstTypedPtr pre, ConstTypedPtr weight, int64_t N, int C, int OC,
@@ -282,10 +282,12 @@ class Backend {
   // Times one call when a profile is attached.
   class Scope {
    public:
-    Scope(OpProfile* p, OpClass c, double flops, double bytes)
-        : p_(p), c_(c), flops_(flops), bytes_(bytes) {}
+    // op: the Backend method that times itself (its name, for the profile's per-op rows).
+    Scope(OpProfile* p, OpClass c, double flops, double bytes,
+          const char* op = __builtin_FUNCTION())
+        : p_(p), c_(c), op_(op), flops_(flops), bytes_(bytes) {}
     ~Scope() {
-      if (p_) p_->add(c_, timer_.seconds(), flops_, bytes_);
+      if (p_) p_->add(c_, op_, timer_.seconds(), flops_, bytes_);
     }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -293,6 +295,7 @@ class Backend {
    private:
     OpProfile* p_;
     OpClass c_;
+    const char* op_;
     double flops_, bytes_;
     Timer timer_;
   };

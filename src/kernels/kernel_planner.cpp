@@ -77,10 +77,12 @@ class AttentionProbe {
 
 }  // namespace
 
-std::string KernelPlan::describe() const {
-  if (attention_bf16.empty()) return "";
+namespace {
+
+// "native 3.10 ms, widened not timed, ..." for one family's timings.
+std::string describe_timings(const std::vector<WayTiming>& timings) {
   std::string times;
-  for (const auto& w : attention_bf16) {
+  for (const auto& w : timings) {
     if (!times.empty()) times += ", ";
     if (!w.available) {
       times += w.way + " unavailable here";
@@ -90,7 +92,23 @@ std::string KernelPlan::describe() const {
       times += fmt::format("{} {:.2f} ms{}", w.way, w.ms, w.from_cache ? " (best here)" : "");
     }
   }
-  return fmt::format("attention bf16: {} -> {} ({})", times, way_name(ways.attention_bf16), how);
+  return times;
+}
+
+}  // namespace
+
+std::string KernelPlan::describe() const {
+  std::string out;
+  if (!attention_bf16.empty()) {
+    out = fmt::format("attention bf16: {} -> {} ({})", describe_timings(attention_bf16),
+                      way_name(ways.attention_bf16), how);
+  }
+  if (!small_products.empty()) {
+    out += fmt::format("{}small products f32: {} -> {} ({})", out.empty() ? "" : "; ",
+                       describe_timings(small_products), way_name(ways.small_products_f32),
+                       small_products_how);
+  }
+  return out;
 }
 
 KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShape& shape,

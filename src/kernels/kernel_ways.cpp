@@ -28,4 +28,23 @@ bool parse_way(std::string_view name, AttentionBf16Way& way) {
   return true;
 }
 
+const char* way_name(SmallProductsWay way) {
+  return way == SmallProductsWay::kOnednn ? "onednn" : "tiles";
+}
+
+bool parse_way(std::string_view name, SmallProductsWay& way) {
+  if (name == "tiles") {
+    way = SmallProductsWay::kTiles;
+  } else if (name == "onednn") {
+    way = SmallProductsWay::kOnednn;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+SmallProductsWay small_products_way_for(AttentionBf16Way forced) {
+  return forced == AttentionBf16Way::kOnednn ? SmallProductsWay::kOnednn : SmallProductsWay::kTiles;
+}
+
 }  // namespace nanogpt

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nanogpt {
 
@@ -41,6 +42,9 @@ class OpProfile {
     s.bytes += bytes;
     ++s.calls;
   }
+  // add(), and the same figures kept for the op by name too (a string literal: the Backend's
+  // method), for the table's per-op rows.
+  void add(OpClass c, const char* op, double seconds, double flops, double bytes);
   // Whole steps covered (their wall time), for the share of each class and the untimed rest.
   void add_step(double seconds) {
     step_seconds_ += seconds;
@@ -56,10 +60,17 @@ class OpProfile {
   // bf16_peak_flops > 0 (a bfloat16 run on a CPU with bf16 dot products): the FLOP peak of the
   // classes whose products run in bf16 (matmul, attention, classifier); peak_flops for the rest.
   // Each class's % of peak against the unit its products run on (ComputePeaks::for_op_class).
+  // Then the ops recorded by name, by class, those of 0.5% of the step or more, the same columns.
   std::string table(const ComputePeaks& peaks, double peak_bytes_per_s) const;
 
  private:
+  struct NamedOp {
+    OpClass c;
+    std::string op;
+    OpStats stats;
+  };
   std::array<OpStats, static_cast<int>(OpClass::kCount)> stats_{};
+  std::vector<NamedOp> ops_;  // in the order first seen; a few dozen at most
   double step_seconds_ = 0;
   int64_t steps_ = 0;
 };

@@ -116,8 +116,8 @@ void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, flo
 // `dtype` and the fc's (N, C) x (C, OC) (float32 products small enough for small_gemm: nanoGPT's
 // CPU recipe); the model then fuses the MLP even with fused_mlp off (it pays there: a region and a
 // pass over (N, OC) saved per op, docs/benchmarks.md). The projection's backward is the transposed
-// shape, which small_gemm takes alike.
-bool mlp_fusion_one_region(DType dtype, int64_t N, int C, int OC);
+// shape, which small_gemm takes alike. False where the context's small products way is oneDNN.
+bool mlp_fusion_one_region(const KernelContext& ctx, DType dtype, int64_t N, int C, int OC);
 // Whether matmuls with inputs of this dtype run on native kernels here (bf16 on AVX512_BF16 / AMX
 // through oneDNN) rather than widening to float32; impl_name (nullable) gets oneDNN's kernel name.
 bool native_matmul(KernelContext& ctx, DType dtype, const char** impl_name = nullptr);

@@ -121,8 +121,10 @@ struct TrainConfig {
     v("kernel_choice", kernel_choice,
       "where a product has several ways (bfloat16 attention: 'native' bf16 dot products, "
       "'widened' to float32 FMAs, or 'onednn' block products as oneDNN matmuls, AMX where the "
-      "CPU has it): 'auto' times each at this run's shapes at start-up and takes the fastest "
-      "(kept on resume), or force one");
+      "CPU has it; float32 products small enough for our tile GEMM, nanoGPT's CPU recipe and "
+      "its Newton-Schulz: the tiles, or oneDNN): 'auto' times each at this run's shapes at "
+      "start-up and takes the fastest (kept on resume), or force one ('onednn' forces oneDNN "
+      "in both families, 'native' and 'widened' our tile GEMM for the small products)");
     v("fused", fused,
       "True: fused kernels (each residual add in one pass with the LayerNorm it feeds; the "
       "classifier in row chunks fused with its backward, never holding the logits; the optimizer "

@@ -44,6 +44,7 @@
 #include "train/nanogpt_run.h"
 #include "train/optimizer_step.h"
 #include "train/run_inputs.h"
+#include "train/step_products.h"
 #include "train/stop_request.h"
 #include "train/time_to_target.h"
 #include "train/train_state.h"
@@ -382,9 +383,22 @@ class TrainingRun {
     } else {
       plan = plan_kernel_ways(ctx_, dtype_, shape, config_.kernel_choice, threads_, units);
     }
-    int way = static_cast<int>(plan.ways.attention_bf16);
-    comm_->broadcast(&way, sizeof(way), 0);
-    plan.ways.attention_bf16 = static_cast<AttentionBf16Way>(way);
+    // The small float32 products: the checkpoint's way, or measured at this run's shapes.
+    const std::vector<ProductShape> products = step_products(
+        config_, model_->table(), config_.batch_size * m.block_size, dp_->local_accumulation());
+    SmallProductsWay saved_products = SmallProductsWay::kTiles;
+    if (config_.kernel_choice == "auto" && saved_products_way_ &&
+        parse_way(*saved_products_way_, saved_products)) {
+      plan_small_products(plan, ctx_, dtype_, products, way_name(saved_products), threads_);
+      if (!plan.small_products.empty()) plan.small_products_how = "kept from the checkpoint";
+    } else {
+      plan_small_products(plan, ctx_, dtype_, products, config_.kernel_choice, threads_);
+    }
+    int ways[2] = {static_cast<int>(plan.ways.attention_bf16),
+                   static_cast<int>(plan.ways.small_products_f32)};
+    comm_->broadcast(ways, sizeof(ways), 0);
+    plan.ways.attention_bf16 = static_cast<AttentionBf16Way>(ways[0]);
+    plan.ways.small_products_f32 = static_cast<SmallProductsWay>(ways[1]);
     ctx_.set_ways(plan.ways);
     return plan;
   }
@@ -433,6 +447,11 @@ class TrainingRun {
         ck.state["kernel_ways"]["attention_bf16"].is_string()) {
       saved_attention_way_ = ck.state["kernel_ways"]["attention_bf16"].get<std::string>();
     }
+    if (ck.state.contains("kernel_ways") && ck.state["kernel_ways"].is_object() &&
+        ck.state["kernel_ways"].contains("small_products_f32") &&
+        ck.state["kernel_ways"]["small_products_f32"].is_string()) {
+      saved_products_way_ = ck.state["kernel_ways"]["small_products_f32"].get<std::string>();
+    }
     optimizer_->set_steps(s.optimizer_steps);
     train_loader_->set_state(s.train_loader);
     // A float16 run continues with its saved scale; a run switching to float16 starts afresh.
@@ -449,6 +468,8 @@ class TrainingRun {
     s["train_loader"] = train_loader_->state().to_json();
     if (dtype_ == DType::kBF16) {
       s["kernel_ways"] = {{"attention_bf16", way_name(ctx_.ways().attention_bf16)}};
+    } else if (dtype_ == DType::kF32) {
+      s["kernel_ways"] = {{"small_products_f32", way_name(ctx_.ways().small_products_f32)}};
     }
     if (scaler_.enabled()) s["grad_scaler"] = scaler_.to_json();
     s["config"] = config_to_json(config_);
@@ -805,7 +826,8 @@ class TrainingRun {
   MemoryTracker tracker_;
   KernelContext ctx_;
   int threads_ = 1;
-  std::optional<std::string> saved_attention_way_;  // the resumed checkpoint's kernel_ways
+  // The resumed checkpoint's kernel_ways: attention_bf16, small_products_f32.
+  std::optional<std::string> saved_attention_way_, saved_products_way_;
   std::string data_dir_, ckpt_dir_;
   nlohmann::json dataset_meta_;
   std::unique_ptr<GPT> model_;

@@ -207,6 +207,40 @@ TEST_F(MixedPrecisionCli, OnednnAttentionWayTrainsAndResumesBitExact) {
             timing_free_records(dir_ + "/h/metrics.jsonl"));
 }
 
+// A float32 run's small products way through the trainer: forced to oneDNN it is named on the
+// compute: line, saved in the checkpoint and kept on resume (kernel_choice auto), bit-exact against
+// the straight run; left to auto, both ways are timed at the run's shapes.
+TEST_F(MixedPrecisionCli, SmallProductsWayIsChosenSavedAndKeptOnResume) {
+  const std::string common =
+      std::string(kSmall) + " --dropout=0.1 --eval_interval=4 --dtype=float32 --lr_decay_iters=8";
+  RunResult s =
+      run_nanogpt(dir_, "train " + common + " --kernel_choice=onednn --max_iters=8 --out_dir=s");
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_NE(s.output.find("small products f32: tiles not timed, onednn not timed -> onednn "
+                          "(forced by kernel_choice = 'onednn')"),
+            std::string::npos)
+      << s.output;
+  const nlohmann::json state =
+      nlohmann::json::parse(std::ifstream(dir_ + "/s/ckpt/state.json"), nullptr, false);
+  EXPECT_EQ(state["kernel_ways"]["small_products_f32"], "onednn") << state.dump();
+  RunResult h1 =
+      run_nanogpt(dir_, "train " + common + " --kernel_choice=onednn --max_iters=4 --out_dir=h");
+  ASSERT_EQ(h1.exit_code, 0) << h1.output;
+  RunResult h2 = run_nanogpt(
+      dir_, "train " + common + " --max_iters=8 --init_from=resume --out_dir=h");  // auto
+  ASSERT_EQ(h2.exit_code, 0) << h2.output;
+  EXPECT_NE(h2.output.find("-> onednn (kept from the checkpoint)"), std::string::npos) << h2.output;
+  EXPECT_EQ(timing_free_records(dir_ + "/s/metrics.jsonl"),
+            timing_free_records(dir_ + "/h/metrics.jsonl"));
+  // auto on a fresh run: either way, by its times (or too small to time: the tiles).
+  RunResult a = run_nanogpt(dir_, "train " + common + " --max_iters=2 --out_dir=a");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("; small products f32: tiles "), std::string::npos) << a.output;
+  EXPECT_TRUE(a.output.find("(measured)") != std::string::npos ||
+              a.output.find("too little to time: the tiles") != std::string::npos)
+      << a.output;
+}
+
 TEST_F(MixedPrecisionCli, KernelChoiceIsShownSavedAndKeptOnResume) {
   // Heads of 32: the native bf16 attention can run where the CPU has it.
   const std::string common = std::string(kSmall) +

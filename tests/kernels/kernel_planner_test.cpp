@@ -4,7 +4,9 @@
 // 'auto' times every way this CPU has at the shape and takes the fastest (the faster unit's way
 // unless another is more than 10% faster), and below the size worth timing takes the faster
 // unit's way; a forced way is taken without timing, a forced way the CPU lacks falls back to the
-// faster unit's and says so; a bad value is named; outside bfloat16 there is no choice.
+// faster unit's and says so; a bad value is named; outside bfloat16 there is no choice. The small
+// float32 products' way (tiles or oneDNN): timed for float32 runs at the shapes the tiles take,
+// the tiles unless oneDNN is more than 10% faster, forced by the same values, none elsewhere.
 #include "kernels/kernel_planner.h"
 
 #include <gtest/gtest.h>
@@ -163,6 +165,72 @@ TEST(KernelPlanner, ForcedWaysAreTakenWithoutTiming) {
   plan = plan_kernel_ways(ctx, DType::kF32, shape, "auto", 2, units, false);
   EXPECT_TRUE(plan.attention_bf16.empty());
   EXPECT_EQ(plan.describe(), "");
+}
+
+// nanoGPT's CPU recipe's products (B 12 x T 64 rows, C 128) and a product the tiles do not take.
+std::vector<ProductShape> w1_products() {
+  return {{768, 128, 384, 4, true},   {768, 128, 128, 5, true},   {768, 128, 512, 4, true},
+          {768, 512, 128, 4, true},   {128, 384, 128, 25, false},  // a Newton-Schulz product
+          {4096, 768, 50304, 1, true}};  // GPT-2's head: too large for the tiles, not timed
+}
+
+TEST(SmallProductsPlanner, AutoTimesBothWaysAtTheRunsShapesAndTakesTheFaster) {
+  KernelContext ctx;
+  KernelPlan plan;
+  plan_small_products(plan, ctx, DType::kF32, w1_products(), "auto", 2, false, 0);
+  ASSERT_EQ(plan.small_products.size(), 2u);
+  const WayTiming& tiles = plan.small_products[0];
+  const WayTiming& onednn = plan.small_products[1];
+  EXPECT_EQ(tiles.way, "tiles");
+  EXPECT_EQ(onednn.way, "onednn");
+  EXPECT_TRUE(tiles.measured && onednn.measured);
+  EXPECT_GT(tiles.ms, 0);
+  EXPECT_GT(onednn.ms, 0);
+  EXPECT_EQ(plan.ways.small_products_f32,
+            onednn.ms * 1.1 < tiles.ms ? SmallProductsWay::kOnednn : SmallProductsWay::kTiles);
+  EXPECT_EQ(plan.small_products_how, "measured");
+  EXPECT_NE(plan.describe().find("small products f32: tiles "), std::string::npos)
+      << plan.describe();
+  EXPECT_EQ(plan.describe().find("attention"), std::string::npos) << plan.describe();
+  EXPECT_EQ(ctx.ways(), KernelWays{});  // timing leaves the context's ways as they were
+  RecordProperty("plan", plan.describe());
+}
+
+TEST(SmallProductsPlanner, ForcedTooSmallAndOtherDtypes) {
+  KernelContext ctx;
+  KernelPlan plan;
+  plan_small_products(plan, ctx, DType::kF32, w1_products(), "onednn", 2, false);
+  EXPECT_EQ(plan.ways.small_products_f32, SmallProductsWay::kOnednn);
+  EXPECT_FALSE(plan.small_products[0].measured || plan.small_products[1].measured);
+  EXPECT_NE(plan.describe().find("-> onednn (forced by kernel_choice = 'onednn')"),
+            std::string::npos)
+      << plan.describe();
+  for (const char* ours : {"native", "widened", "tiles"}) {
+    plan_small_products(plan, ctx, DType::kF32, w1_products(), ours, 2, false);
+    EXPECT_EQ(plan.ways.small_products_f32, SmallProductsWay::kTiles) << ours;
+  }
+  // Below the FLOPs worth timing: the tiles, and why.
+  plan_small_products(plan, ctx, DType::kF32, {{64, 16, 16, 1, true}}, "auto", 2, false);
+  EXPECT_EQ(plan.ways.small_products_f32, SmallProductsWay::kTiles);
+  EXPECT_FALSE(plan.small_products[0].measured);
+  EXPECT_NE(plan.small_products_how.find("MFLOP per step is too little to time: the tiles"),
+            std::string::npos)
+      << plan.small_products_how;
+  // No choice: products in bf16, or none the tiles take.
+  plan_small_products(plan, ctx, DType::kBF16, w1_products(), "onednn", 2, false);
+  EXPECT_TRUE(plan.small_products.empty());
+  EXPECT_EQ(plan.ways.small_products_f32, SmallProductsWay::kTiles);
+  plan_small_products(plan, ctx, DType::kF32, {{4096, 768, 50304, 1, true}}, "auto", 2, false);
+  EXPECT_TRUE(plan.small_products.empty());
+  EXPECT_EQ(plan.describe(), "");
+  try {
+    plan_small_products(plan, ctx, DType::kF32, w1_products(), "amx", 2, false);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel_choice = 'amx': expected 'auto'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

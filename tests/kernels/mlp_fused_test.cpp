@@ -132,11 +132,32 @@ INSTANTIATE_TEST_SUITE_P(
 // Which fused MLP ops run as one small_gemm region (and so are taken by fused=True even with
 // fused_mlp off): float32 at small_gemm's shapes only.
 TEST(MlpFusedTest, OneRegionForSmallFloat32Shapes) {
-  EXPECT_TRUE(cpu::mlp_fusion_one_region(DType::kF32, 768, 128, 512));  // nanoGPT's CPU recipe
-  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kBF16, 768, 128, 512));
-  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kF32, 16384, 384, 1536));  // W2: row blocks
-  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kF32, 37, 24, 96));        // C not 16-wide
-  EXPECT_FALSE(cpu::mlp_fusion_one_region(DType::kF32, 1, 128, 512));       // one row
+  KernelContext ctx;
+  EXPECT_TRUE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 768, 128, 512));  // nanoGPT's CPU recipe
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(ctx, DType::kBF16, 768, 128, 512));
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 16384, 384, 1536));  // W2: row blocks
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 37, 24, 96));        // C not 16-wide
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 1, 128, 512));       // one row
+  // The run's small products on oneDNN (kernel_ways.h): no tile GEMM, so no single region.
+  ctx.set_ways({.small_products_f32 = SmallProductsWay::kOnednn});
+  EXPECT_FALSE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 768, 128, 512));
+}
+
+// With the small products on oneDNN the fused ops run their row blocks through oneDNN's matmul
+// and our GELU: the same function (the values of the unfused ops on that way, bit for bit).
+TEST(MlpFusedTest, SmallProductsOnOnednnRunTheRowBlocks) {
+  const int N = 768, C = 128, OC = 512;
+  KernelContext ctx;
+  ctx.set_ways({.small_products_f32 = SmallProductsWay::kOnednn});
+  const auto x = random_normal(size_t(N) * C, 1), w = random_normal(size_t(OC) * C, 2, 0.1f);
+  const auto b = random_normal(OC, 3, 0.5f);
+  std::vector<float> fch(size_t(N) * OC), act(fch.size()), fch2(fch.size()), act2(fch.size());
+  cpu::matmul_gelu_forward(ctx, fch.data(), act.data(), x.data(), w.data(), b.data(), N, C, OC,
+                           MlpActivation::kTanh);
+  cpu::matmul_forward(ctx, fch2.data(), x.data(), w.data(), b.data(), N, C, OC);
+  cpu::gelu_forward(act2.data(), fch2.data(), int64_t(N) * OC, MlpActivation::kTanh);
+  EXPECT_EQ(fch, fch2);
+  EXPECT_EQ(act, act2);
 }
 
 // float32 against the scalar references (the composition of ref ops, std::tanh / erf, double

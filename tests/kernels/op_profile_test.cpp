@@ -127,6 +127,37 @@ TEST(OpProfile, BackendChargesOpsToTheirClassOnlyWhenAttached) {
   EXPECT_DOUBLE_EQ(p.stats(OpClass::kClassifier).flops, 4.0 * N * C * OC);  // dinp and dweight
   EXPECT_EQ(p.stats(OpClass::kElementwise).calls, 1);
   EXPECT_GT(p.stats(OpClass::kMatmul).seconds, 0.0);
+  // The table's per-op rows name the Backend's methods, under the class each was charged to.
+  p.add_step(1e-9);  // a step no op can be under 0.5% of
+  const std::string t = p.table(peaks(DType::kF32, 1e10, 0, 0), 4e9);
+  EXPECT_NE(t.find("op (class)"), std::string::npos) << t;
+  EXPECT_NE(t.find("matmul_forward (matmul)"), std::string::npos) << t;
+  EXPECT_NE(t.find("matmul_backward (classifier)"), std::string::npos) << t;
+  EXPECT_NE(t.find("gelu_forward (elementwise)"), std::string::npos) << t;
+}
+
+TEST(OpProfile, PerOpRowsSumIntoTheirClassAndSmallOnesAreLeftOut) {
+  OpProfile p;
+  p.add(OpClass::kElementwise, "gelu_forward", 0.25, 0, 1e9);
+  p.add(OpClass::kElementwise, "gelu_forward", 0.25, 0, 1e9);
+  p.add(OpClass::kElementwise, "dropout_forward", 0.6, 0, 4.8e9);
+  p.add(OpClass::kElementwise, "fill_zero", 0.001, 0, 1e6);  // 0.05% of the step: no row
+  p.add(OpClass::kMatmul, 1.0, 4e9, 1e6);                    // unnamed: its class row only
+  p.add_step(4.0);
+  const std::string t = p.table(peaks(DType::kF32, 1e10, 0, 0), 4e9);
+  EXPECT_EQ(p.stats(OpClass::kElementwise).calls, 4);
+  EXPECT_NE(t.find("elementwise     1101.00   27.5%        4"), std::string::npos) << t;
+  // Largest first within the class: dropout (0.6 s, 4.8 GB: 8 GB/s) above gelu (2 x 0.25 s).
+  const size_t dropout = t.find(
+      "dropout_forward (elementwise)                    600.00   15.0%  "
+      "      1     8.0 GB/s      200% memory");
+  const size_t gelu = t.find(
+      "gelu_forward (elementwise)                       500.00   12.5%  "
+      "      2     4.0 GB/s      100% memory");
+  EXPECT_NE(dropout, std::string::npos) << t;
+  EXPECT_NE(gelu, std::string::npos) << t;
+  EXPECT_LT(dropout, gelu) << t;
+  EXPECT_EQ(t.find("fill_zero"), std::string::npos) << t;
 }
 
 }  // namespace

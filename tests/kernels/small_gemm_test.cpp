@@ -13,6 +13,7 @@
 
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu/context_impl.h"
 #include "kernels/ops.h"
 
 namespace nanogpt {
@@ -201,6 +202,44 @@ TEST(SmallGemmFits, SmallShapesWithWholeVectorsOnly) {
   EXPECT_FALSE(cpu::small_gemm_fits(130, 40, 64));     // C not a multiple of 16
   EXPECT_FALSE(cpu::small_gemm_fits(256, 768, 2304));  // GPT-2 124M: oneDNN
   EXPECT_FALSE(cpu::small_gemm_fits(16384, 384, 1536));
+}
+
+// The run's small products way (kernel_ways.h) decides where a fitting product runs: the tiles
+// (the default) or oneDNN. matmul_forward / matmul_backward then give that way's floats bit for
+// bit, and both ways agree with each other within float32 sums' error.
+TEST(SmallGemmRuns, TheSmallProductsWayPicksTilesOrOnednn) {
+  const int64_t N = 96;
+  const int C = 64, OC = 48;
+  KernelContext tiles, onednn;
+  onednn.set_ways({.small_products_f32 = SmallProductsWay::kOnednn});
+  EXPECT_TRUE(cpu::small_gemm_runs(tiles, N, C, OC));
+  EXPECT_FALSE(cpu::small_gemm_runs(onednn, N, C, OC));
+  EXPECT_FALSE(cpu::small_gemm_runs(tiles, 256, 768, 2304));  // does not fit: oneDNN either way
+  const auto x = random_normal(size_t(N) * C, 1), w = random_normal(size_t(OC) * C, 2, 0.3f);
+  const auto b = random_normal(OC, 3), dy = random_normal(size_t(N) * OC, 4);
+  std::vector<float> y_tiles(N * OC), y_onednn(N * OC), y_gemm(N * OC), y_dnnl(N * OC);
+  cpu::matmul_forward(tiles, y_tiles.data(), x.data(), w.data(), b.data(), N, C, OC);
+  cpu::matmul_forward(onednn, y_onednn.data(), x.data(), w.data(), b.data(), N, C, OC);
+  cpu::small_gemm_forward(y_gemm.data(), x.data(), w.data(), b.data(), N, C, OC);
+  KernelContext direct;
+  cpu::run_matmul(direct.impl(), {N, C, OC, true, MatmulKind::kForward}, x.data(), w.data(),
+                  b.data(), y_dnnl.data());
+  EXPECT_EQ(y_tiles, y_gemm);
+  EXPECT_EQ(y_onednn, y_dnnl);
+  for (size_t i = 0; i < y_tiles.size(); ++i) ASSERT_NEAR(y_tiles[i], y_onednn[i], 1e-4f) << i;
+  // Backward: dinp accumulated, dweight accumulated, dbias; the oneDNN way's dweight is oneDNN's.
+  std::vector<float> dx_t(N * C, 0.5f), dw_t(OC * C, 0.25f), db_t(OC, 0.0f);
+  std::vector<float> dx_o = dx_t, dw_o = dw_t, db_o = db_t, dw_d = dw_t;
+  cpu::matmul_backward(tiles, dx_t.data(), dw_t.data(), db_t.data(), dy.data(), x.data(), w.data(),
+                       N, C, OC);
+  cpu::matmul_backward(onednn, dx_o.data(), dw_o.data(), db_o.data(), dy.data(), x.data(), w.data(),
+                       N, C, OC);
+  cpu::run_matmul(direct.impl(), {N, C, OC, false, MatmulKind::kBackwardWeight}, dy.data(),
+                  x.data(), nullptr, dw_d.data());
+  EXPECT_EQ(dw_o, dw_d);
+  for (size_t i = 0; i < dx_t.size(); ++i) ASSERT_NEAR(dx_t[i], dx_o[i], 1e-4f) << i;
+  for (size_t i = 0; i < dw_t.size(); ++i) ASSERT_NEAR(dw_t[i], dw_o[i], 1e-3f) << i;
+  for (size_t i = 0; i < db_t.size(); ++i) ASSERT_NEAR(db_t[i], db_o[i], 1e-3f) << i;
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ TEST(KernelChoices, FusedMlpEpilogueMatchesFused) {
 // fused=False give the same loss and gradients bit for bit (the classifier is one chunk here and
 // the fused residual + LayerNorm is bit-identical to the separate ops).
 TEST(KernelChoices, SmallModelsFuseTheMlpWithTheSameFloats) {
-  ASSERT_TRUE(cpu::mlp_fusion_one_region(DType::kF32, 3 * 37, 32, 4 * 32));
+  KernelContext ctx;
+  ASSERT_TRUE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 3 * 37, 32, 4 * 32));
   const Result unfused = run({.naive_attention = false, .fused = false});
   const Result fused = run({});
   EXPECT_EQ(fused.loss, unfused.loss);

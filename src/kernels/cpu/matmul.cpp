@@ -5,7 +5,7 @@
 // first (packs_weights). N == 1 (one-token decoding) is a matrix-vector product bound by reading
 // W once; it runs on our own GEMV instead (matmul_loops.h, with the column sums).
 // Small float32 products (small_gemm_fits: nanoGPT's CPU recipe) run on our own tile GEMM
-// (small_gemm.h).
+// (small_gemm.h) unless the run's small products way is oneDNN (small_gemm_runs).
 #include <omp.h>
 
 #include <algorithm>
@@ -122,7 +122,7 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
     gemv_forward(out, inp, weight, bias, C, OC);
     return;
   }
-  if (small_gemm_fits(N, C, OC)) {
+  if (small_gemm_runs(ctx, N, C, OC)) {
     small_gemm_forward(out, inp, weight, bias, N, C, OC);
     return;
   }
@@ -138,7 +138,7 @@ void backward(KernelContext& ctx, float* dinp, bool accumulate_dinp, float* dwei
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
   auto& impl = ctx.impl();
-  if (small_gemm_fits(N, C, OC)) {  // dbias in the same region
+  if (small_gemm_runs(ctx, N, C, OC)) {  // dbias in the same region
     small_gemm_backward(dinp, accumulate_dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     return;
   }

@@ -11,7 +11,8 @@
 // the same float32 sums). Native matmuls (float32; bf16 on AVX512_BF16) use blocks of about 2 MB
 // of float32; the widening path (fp16 here) uses the widening matmul's own chunk of rows, so the
 // weight is widened no more often than unfused.
-// Small float32 products (small_gemm_fits: nanoGPT's CPU recipe) skip the row blocks: each op is
+// Small float32 products (small_gemm_runs: nanoGPT's CPU recipe, unless the run's small products
+// way is oneDNN) skip the row blocks: each op is
 // one parallel region of small_gemm (small_gemm_gelu_forward / _backward), with the values of the
 // unfused float32 ops bit for bit (dweight too: small_gemm sums every element in row order).
 #include <algorithm>
@@ -104,8 +105,8 @@ void gelu_backward_set(TypedPtr dpre, ConstTypedPtr pre, ConstTypedPtr dact, int
 
 }  // namespace
 
-bool mlp_fusion_one_region(DType dtype, int64_t N, int C, int OC) {
-  return dtype == DType::kF32 && small_gemm_fits(N, C, OC);
+bool mlp_fusion_one_region(const KernelContext& ctx, DType dtype, int64_t N, int C, int OC) {
+  return dtype == DType::kF32 && small_gemm_runs(ctx, N, C, OC);
 }
 
 void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
@@ -114,7 +115,7 @@ void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, Co
   CHECK(N > 0 && C > 0 && OC > 0,
         "matmul_gelu_forward: sizes must be positive, got N={} C={} OC={}", N, C, OC);
   if (all_f32({fch.dtype, fch_gelu.dtype, inp.dtype, weight.dtype}) &&
-      mlp_fusion_one_region(DType::kF32, N, C, OC)) {
+      mlp_fusion_one_region(ctx, DType::kF32, N, C, OC)) {
     small_gemm_gelu_forward(fch.f32(), fch_gelu.f32(), inp.f32(), weight.f32(), bias, N, C, OC,
                             kind);
     return;
@@ -136,7 +137,7 @@ void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, flo
   const bool nat = pre.dtype == dout.dtype && native(ctx, dout, weight, dpre.dtype);
   // dbias: the column sums over all rows at once, as the unfused matmul_backward sums them.
   if (all_f32({dpre.dtype, dout.dtype, pre.dtype, weight.dtype}) &&
-      mlp_fusion_one_region(DType::kF32, N, C, OC)) {
+      mlp_fusion_one_region(ctx, DType::kF32, N, C, OC)) {
     small_gemm_gelu_backward(dpre.f32(), dweight, dbias, dout.f32(), pre.f32(), weight.f32(), N, C,
                              OC, kind);
     return;

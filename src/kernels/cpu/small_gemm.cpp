@@ -29,6 +29,7 @@
 #include <memory>
 
 #include "core/check.h"
+#include "kernels/context.h"
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/gelu_math.h"
@@ -330,6 +331,10 @@ HWY_EXPORT(SmallGemmGeluBackward);
 
 bool small_gemm_fits(int64_t N, int C, int OC) {
   return N > 1 && C % 16 == 0 && OC % 16 == 0 && N * C * OC <= kSmallGemmMaxMacs;
+}
+
+bool small_gemm_runs(const KernelContext& ctx, int64_t N, int C, int OC) {
+  return ctx.ways().small_products_f32 == SmallProductsWay::kTiles && small_gemm_fits(N, C, OC);
 }
 
 void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
