@@ -125,6 +125,11 @@ class Backend {
     Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 3);
     cpu::dropout_backward(dinp, dout, N, p, seed);
   }
+  void dropout_backward_overwrite(float* dinp, const float* dout, int64_t N, float p,
+                                  uint64_t seed) {
+    Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 2);
+    cpu::dropout_backward_overwrite(dinp, dout, N, p, seed);
+  }
   void crossentropy_forward(float* losses, const float* logits, const int* targets, int64_t N,
                             int V, int Vp) {
     Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * Vp);

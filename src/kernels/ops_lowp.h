@@ -88,6 +88,9 @@ void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTy
 // registers; other dtypes zero-fill and accumulate).
 void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
                              ConstTypedPtr dout, int64_t N, MlpActivation kind);
+// dropout_backward (ops.h) with dinp OVERWRITTEN: the bits of fill_zero then dropout_backward
+// (signed zeros included), without the zero-fill's pass and without reading dinp.
+void dropout_backward_overwrite(float* dinp, const float* dout, int64_t N, float p, uint64_t seed);
 void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
                        int T, int C, int NH, float dropout_p, uint64_t seed);
 void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,

@@ -376,8 +376,7 @@ void GPT::backward(KernelContext& ctx) {
 
     const float* dmlp_out = s.dresidual;
     if (drop) {
-      ops.fill_zero(s.ddrop, N * C);
-      ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteMlpOut));
+      ops.dropout_backward_overwrite(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteMlpOut));
       dmlp_out = s.ddrop;
     }
     const ConstTypedPtr dmlp = in_act_dtype(ops, s.dbranch, dmlp_out, N * C);
@@ -402,8 +401,7 @@ void GPT::backward(KernelContext& ctx) {
 
     const float* dattn_out = s.dresidual;
     if (drop) {
-      ops.fill_zero(s.ddrop, N * C);
-      ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteAttnOut));
+      ops.dropout_backward_overwrite(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteAttnOut));
       dattn_out = s.ddrop;
     }
     const ConstTypedPtr dattn = in_act_dtype(ops, s.dbranch, dattn_out, N * C);
@@ -429,8 +427,7 @@ void GPT::backward(KernelContext& ctx) {
 
   const float* demb = s.dresidual;
   if (drop) {
-    ops.fill_zero(s.ddrop, N * C);
-    ops.dropout_backward(s.ddrop, s.dresidual, N * C, p, site_seed(-1, kSiteEmbedding));
+    ops.dropout_backward_overwrite(s.ddrop, s.dresidual, N * C, p, site_seed(-1, kSiteEmbedding));
     demb = s.ddrop;
   }
   ops.encoder_backward(g_.wte, g_.wpe, demb, inputs_.data(), B, T, C);

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
 #include "kernels/ops.h"
+#include "kernels/ops_lowp.h"
 
 namespace nanogpt {
 namespace {
@@ -80,6 +82,11 @@ TEST_P(DropoutTest, MatchesReferenceAndDropsAboutP) {
     auto dinp = dinp0;
     cpu::dropout_backward(dinp.data(), dout.data(), N, p, seed);
     expect_within(dinp, dinp_r, tol, "dinp");
+    // Overwriting: the bits of a zeroed dinp accumulated into (signed zeros too), dinp unread.
+    std::vector<float> zeroed(N, 0.0f), overwritten(N, std::nanf(""));
+    cpu::dropout_backward(zeroed.data(), dout.data(), N, p, seed);
+    cpu::dropout_backward_overwrite(overwritten.data(), dout.data(), N, p, seed);
+    EXPECT_EQ(std::memcmp(zeroed.data(), overwritten.data(), N * sizeof(float)), 0);
   });
 }
 

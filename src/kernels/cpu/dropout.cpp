@@ -36,6 +36,19 @@ void DropoutBackward(float* dinp, const float* dout, int64_t N, float p, uint64_
   for (int64_t i = 0; i < N; ++i) dinp[i] += dout[i] * dropout_keep(seed, i, p, scale);
 }
 
+// DropoutBackward into a zeroed dinp without the zeroing: 0.0f + (...) keeps its bits (a dropped
+// negative gradient's -0 becomes +0, as when added to the zeroed buffer), and dinp is not read.
+void DropoutBackwardOverwrite(float* dinp, const float* dout, int64_t N, float p, uint64_t seed) {
+  if (p == 0) {
+#pragma omp parallel for simd schedule(static) if (worth_parallel(2 * N))
+    for (int64_t i = 0; i < N; ++i) dinp[i] = 0.0f + dout[i];
+    return;
+  }
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for simd schedule(static) if (worth_parallel(2 * N))
+  for (int64_t i = 0; i < N; ++i) dinp[i] = 0.0f + dout[i] * dropout_keep(seed, i, p, scale);
+}
+
 }  // namespace nanogpt::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -44,6 +57,7 @@ namespace nanogpt::cpu {
 
 HWY_EXPORT(DropoutForward);
 HWY_EXPORT(DropoutBackward);
+HWY_EXPORT(DropoutBackwardOverwrite);
 
 void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed) {
   HWY_DYNAMIC_DISPATCH(DropoutForward)(out, inp, N, p, seed);
@@ -51,6 +65,10 @@ void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t 
 
 void dropout_backward(float* dinp, const float* dout, int64_t N, float p, uint64_t seed) {
   HWY_DYNAMIC_DISPATCH(DropoutBackward)(dinp, dout, N, p, seed);
+}
+
+void dropout_backward_overwrite(float* dinp, const float* dout, int64_t N, float p, uint64_t seed) {
+  HWY_DYNAMIC_DISPATCH(DropoutBackwardOverwrite)(dinp, dout, N, p, seed);
 }
 
 }  // namespace nanogpt::cpu
