@@ -8,7 +8,8 @@
 #      eager and compiled, fp32 and bf16), where its Debian 13 root can be made (root, network);
 #   4. W4 attention forward + backward at T 1024-8192, float32 against bfloat16, through the op as
 #      the model calls it; BM_AttentionW4Bf16 runs the way the planner chooses here (its label);
-#   5. the bfloat16 profiles of W1, W2 and W3' (--profile=True: share, GFLOP/s or GB/s, % of peak).
+#   5. the bfloat16 profiles of W1, W2 and W3' (--profile=True: share, GFLOP/s or GB/s, % of peak;
+#      per op class, then per op).
 # Usage: bash bench/run_amx_bench.sh [steps=3] [parts="ways steps peer w4 profile"]
 #   TORCH2=0 skips part 3's nanoGPT runs. Long: W3' fp32 steps take seconds each on 2 threads.
 #   NANOGPT, BENCH_KERNELS (the binaries, default build/), BENCH_WORK (default build/bench_work) and
@@ -92,7 +93,7 @@ for part in $PARTS; do
         (cd "$WORK" && "$NANOGPT" train $(workload_args $w) --dtype=bfloat16 --max_iters=$steps \
            --eval_interval=100000 --eval_iters=1 --always_save_checkpoint=False --profile=True \
            --out_dir=out-amx-profile |
-           grep -E '^(profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total)' |
+           grep -E '^(profile|matmul|attention|norm|elementwise|classifier|optimizer|other|total|op \(class\)|[a-z_0-9]+ \()' |
            grep -v ' = ')
       done ;;
     *) echo "unknown part '$part' (ways steps peer w4 profile)" >&2; exit 2 ;;
