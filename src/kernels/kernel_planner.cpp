@@ -16,6 +16,7 @@
 #include "kernels/cpu/attention_bf16.h"
 #include "kernels/kernel_ways.h"
 #include "kernels/ops_lowp.h"
+#include "kernels/planner_probe.h"
 
 namespace nanogpt {
 namespace {
@@ -37,23 +38,16 @@ class AttentionProbe {
     dout_.resize(out_.size());
     dqkv_.resize(qkv_.size());
     lse_.resize(static_cast<size_t>(g) * s.NH * s.T);
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    auto next = [&] {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      return static_cast<float>(static_cast<double>(x >> 11) / 9007199254740992.0 - 0.5);
-    };
-    for (auto& v : qkv_) v = float_to_bf16(next());
-    for (auto& v : dout_) v = float_to_bf16(0.01f * next());
+    ProbeNoise noise(0x9E3779B97F4A7C15ull);
+    for (auto& v : qkv_) v = float_to_bf16(noise.next());
+    for (auto& v : dout_) v = float_to_bf16(0.01f * noise.next());
   }
 
   // Milliseconds of one forward + backward in `way` (the context's ways restored after).
   double run(KernelContext& ctx, AttentionBf16Way way) {
-    const KernelWays saved = ctx.ways();
-    KernelWays ways = saved;
+    KernelWays ways = ctx.ways();
     ways.attention_bf16 = way;
-    ctx.set_ways(ways);
+    const ScopedWays scoped(ctx, ways);
     Timer t;
     cpu::attention_forward(ctx, TypedPtr(out_.data(), DType::kBF16), lse_.data(),
                            ConstTypedPtr(qkv_.data(), DType::kBF16), g_, s_.T, s_.C, s_.NH,
@@ -63,9 +57,7 @@ class AttentionProbe {
         ctx, TypedPtr(dqkv_.data(), DType::kBF16), ConstTypedPtr(dout_.data(), DType::kBF16),
         ConstTypedPtr(out_.data(), DType::kBF16), lse_.data(),
         ConstTypedPtr(qkv_.data(), DType::kBF16), g_, s_.T, s_.C, s_.NH, s_.dropout, 7);
-    const double ms = t.ms();
-    ctx.set_ways(saved);
-    return ms;
+    return t.ms();
   }
 
  private:

@@ -15,6 +15,7 @@
 #include "kernels/kernel_planner.h"
 #include "kernels/kernel_ways.h"
 #include "kernels/ops.h"
+#include "kernels/planner_probe.h"
 
 namespace nanogpt {
 namespace {
@@ -32,15 +33,10 @@ class ProductProbe {
   explicit ProductProbe(const ProductShape& p) : p_(p) {
     const size_t nc = static_cast<size_t>(p.n) * p.c, noc = static_cast<size_t>(p.n) * p.oc;
     const size_t w = static_cast<size_t>(p.oc) * p.c;
-    uint64_t x = 0x2545F4914F6CDD1Dull;
+    ProbeNoise noise(0x2545F4914F6CDD1Dull);
     auto fill = [&](std::vector<float>& v, size_t n, float scale) {
       v.resize(n);
-      for (auto& e : v) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        e = scale * static_cast<float>(static_cast<double>(x >> 11) / 9007199254740992.0 - 0.5);
-      }
+      for (auto& e : v) e = scale * noise.next();
     };
     fill(inp_, nc, 1.0f);
     fill(weight_, w, 0.1f);
@@ -54,10 +50,9 @@ class ProductProbe {
 
   // Milliseconds of one forward (+ backward) in `way` (the context's ways restored after).
   double run(KernelContext& ctx, SmallProductsWay way) {
-    const KernelWays saved = ctx.ways();
-    KernelWays ways = saved;
+    KernelWays ways = ctx.ways();
     ways.small_products_f32 = way;
-    ctx.set_ways(ways);
+    const ScopedWays scoped(ctx, ways);
     Timer t;
     cpu::matmul_forward(ctx, out_.data(), inp_.data(), weight_.data(), bias_.data(), p_.n, p_.c,
                         p_.oc);
@@ -65,9 +60,7 @@ class ProductProbe {
       cpu::matmul_backward(ctx, dinp_.data(), dweight_.data(), dbias_.data(), dout_.data(),
                            inp_.data(), weight_.data(), p_.n, p_.c, p_.oc);
     }
-    const double ms = t.ms();
-    ctx.set_ways(saved);
-    return ms;
+    return t.ms();
   }
 
  private:
