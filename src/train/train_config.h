@@ -138,7 +138,8 @@ struct TrainConfig {
       "derivative in the epilogue of its backward, row block by row block (same results). Off by "
       "default: slower on a shared 2-core machine (docs/benchmarks.md); try it on yours. Small "
       "float32 models (nanoGPT's CPU recipe) fuse the MLP with fused=True either way: there each "
-      "fused op is one parallel region of the small GEMM with the unfused ops' exact floats");
+      "fused op is one parallel region of the small GEMM with the unfused ops' exact floats (where "
+      "their small products run on the tiles: kernel_choice)");
     v("activation_checkpointing", activation_checkpointing,
       "True: keep only each block's output in the forward and run each block's forward again "
       "(up to its MLP's first matmul) just before its backward: activation memory of one block "
@@ -148,8 +149,8 @@ struct TrainConfig {
       "CPU threads per rank; 0 = all cores (under mpirun: the cores the rank is bound to, or the "
       "cores shared among the ranks of the host)");
     v("profile", profile,
-      "time every op; at the end print where step time went per op class (share, GFLOP/s or "
-      "GB/s, % of the peaks measured here)");
+      "time every op; at the end print where step time went per op class, then per op (share, "
+      "GFLOP/s or GB/s, % of the peaks measured here)");
     v("zero_stage", zero_stage,
       "under mpirun: 0 = plain data-parallel; 1 = ZeRO-1 (optimizer state sharded across ranks; "
       "with dtype bfloat16/float16 the float32 master weights too)");
