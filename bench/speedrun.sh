@@ -54,6 +54,9 @@ ablations() {
   if grep -q '^context_warmup_iters *= *[1-9]' "$1"; then
     echo "no_context_warmup --context_warmup_iters=0"
   fi
+  if grep -q '^unet_skips *= *True' "$1"; then
+    echo "no_unet_skips --unet_skips=False"
+  fi
   if grep -q '^\(embedding\|head\)_learning_rate *= *[0-9.]*[1-9]' "$1"; then
     echo "no_own_rates --embedding_learning_rate=0 --head_learning_rate=0"
   fi

@@ -35,6 +35,7 @@ ABLATION_TEXT = {
     "cosine_schedule": "warmup + cosine (warmup-stable-decay off)",
     "no_context_warmup": "block_size from the start (sequence-length warmup off)",
     "no_own_rates": "learning_rate for embeddings and head (their own rates off)",
+    "no_unet_skips": "a plain stack (U-net skips off)",
 }
 
 

@@ -61,6 +61,8 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
         dtype_name(dtype));
   CHECK(T <= config.block_size, "block of {} tokens exceeds the model's block_size {}", T,
         config.block_size);
+  CHECK(!config.unet_skips,
+        "--device=cuda does not run unet_skips (U-net skips) yet: use --device=cpu for this model");
   const int64_t P = table_.total_numel();
   const int64_t N = int64_t{B} * T, C = config.n_embd, NH = config.n_head;
   const int64_t Vp = config.padded_vocab_size();

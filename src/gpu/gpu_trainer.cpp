@@ -57,6 +57,9 @@ void check_gpu_training_config(const TrainConfig& c) {
     refuse("embedding_learning_rate / head_learning_rate",
            "leave them at 0 (learning_rate for every tensor), or use --device=cpu for them");
   }
+  if (c.model.unet_skips) {
+    refuse("unet_skips (U-net skips)", "use --unet_skips=False, or --device=cpu for them");
+  }
   if (c.context_warmup_iters > 0) {
     refuse("context_warmup_iters (the sequence-length warmup)",
            "use --context_warmup_iters=0, or --device=cpu for it");

@@ -84,6 +84,7 @@ std::string architecture_diff(const ModelConfig& found, const ModelConfig& expec
   cmp("activation", found.activation, expected.activation);
   cmp("tie_embeddings", found.tie_embeddings, expected.tie_embeddings);
   cmp("logit_softcap", found.logit_softcap, expected.logit_softcap);
+  cmp("unet_skips", found.unet_skips, expected.unet_skips);
   return fmt::format("{}", fmt::join(diffs, "; "));
 }
 

@@ -117,6 +117,14 @@ class Backend {
     Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 3);
     cpu::residual_forward(out, a, b, N);
   }
+  void skip_forward(float* out, const float* x, const float* skip, float w, int64_t N) {
+    Scope s(profile_, OpClass::kElementwise, 2.0 * N, 4.0 * N * 3);
+    cpu::skip_forward(out, x, skip, w, N);
+  }
+  double skip_backward(float* dskip, const float* dout, const float* skip, float w, int64_t N) {
+    Scope s(profile_, OpClass::kElementwise, 3.0 * N, 4.0 * N * 3);
+    return cpu::skip_backward(dskip, dout, skip, w, N);
+  }
   void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed) {
     Scope s(profile_, OpClass::kElementwise, 0, 4.0 * N * 2);
     cpu::dropout_forward(out, inp, N, p, seed);

@@ -30,7 +30,7 @@ enum class MlpActivation { kTanh, kExact, kRelu2 };
 enum class NormKind { kLayerNorm, kRmsNorm };
 
 #define NANOGPT_DECLARE_OPS                                                                        \
-  /* out (B,T,C) = wte[inp] + wpe[t]. inp (B,T) token ids < V. wpe, dwpe nullable: no position */ \
+  /* out (B,T,C) = wte[inp] + wpe[t]. inp (B,T) token ids < V. wpe, dwpe nullable: no position */  \
   /* embedding (rotary positions), out = wte[inp]. */                                              \
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B,      \
                        int T, int C);                                                              \
@@ -58,11 +58,18 @@ enum class NormKind { kLayerNorm, kRmsNorm };
   /* valid (t >= 1, the new token's K,V already written at row t-1); out (C). No dropout.      */  \
   void attention_decode(float* out, const float* q, const float* kcache, const float* vcache,      \
                         int t, int C, int NH);                                                     \
-  void gelu_forward(float* out, const float* inp, int64_t N, MlpActivation kind);                       \
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N, MlpActivation kind);  \
+  void gelu_forward(float* out, const float* inp, int64_t N, MlpActivation kind);                  \
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,                  \
+                     MlpActivation kind);                                                          \
   /* out = a + b (N). Backward is da += dout, db += dout. */                                       \
   void residual_forward(float* out, const float* a, const float* b, int64_t N);                    \
   void residual_backward(float* da, float* db, const float* dout, int64_t N);                      \
+  /* U-net skip (model/architecture.h): out = x + w * skip (N); out may alias x or skip.       */  \
+  void skip_forward(float* out, const float* x, const float* skip, float w, int64_t N);            \
+  /* Its backward: dskip (N) = w * dout, OVERWRITTEN (the skip source's gradient, added to the */  \
+  /* stream later); returns dL/dw = sum(dout * skip), summed in double over fixed spans of     */  \
+  /* 4096 elements in order (the same value on any thread count). (x's gradient is dout.)      */  \
+  double skip_backward(float* dskip, const float* dout, const float* skip, float w, int64_t N);    \
   void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed);           \
   void dropout_backward(float* dinp, const float* dout, int64_t N, float p, uint64_t seed);        \
   /* Softmax cross-entropy over the first V of Vp columns (padding never wins, gets no grad).  */  \

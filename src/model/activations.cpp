@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "model/architecture.h"
+
 namespace nanogpt {
 
 namespace {
@@ -66,6 +68,11 @@ void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t,
     a.layers[i] = a.layers[0];
     a.layers[i].residual3 = c.take(N * C, kArenaResidual);
   }
+  // U-net skips: the inputs they make are kept per block (with block checkpointing too).
+  for (int i = 0; i < cfg.n_layer; ++i) {
+    const bool skip = cfg.unet_skips && unet_skip_into(cfg.n_layer, i) >= 0;
+    a.layers[i].skip_input = skip ? c.take(N * C, kArenaResidual) : nullptr;
+  }
   a.ln = c.take(N * C, t, kArenaWorking);
   a.fch_gelu = c.take(N * 4 * C, t, kArenaWorking);
   a.branch = c.take(N * C, kArenaWorking);
@@ -92,6 +99,8 @@ void carve_scratch(const ModelConfig& cfg, int64_t N, DType t, Carver& c, GradSc
   // writes dqkv: one region serves both.
   g.dfch_gelu = c.take(N * 4 * C, t, kArenaScratch);
   g.dqkv = g.dfch_gelu;
+  g.dskip.assign(cfg.unet_skips ? unet_skip_count(cfg.n_layer) : 0, nullptr);
+  for (float*& d : g.dskip) d = c.take(N * C, kArenaScratch);
 }
 
 // Bytes of a Buffer<float> of n floats (Buffer rounds up to 64 bytes).

@@ -33,6 +33,9 @@ struct LayerActivations {
   float* ln2_rstd = nullptr;   // (N)
   TypedPtr fch;                // (N, 4C)  fc output (pre-GELU)
   float* residual3 = nullptr;  // (N, C)   block output
+  // (N, C) the block's input where a U-net skip enters it (unet_skips): the previous block's
+  // output plus the skip's weight times its source block's output; null elsewhere.
+  float* skip_input = nullptr;
 };
 
 // Bytes of an arena by kind of content, in carving order (the estimator's breakdown). total_bytes
@@ -122,6 +125,9 @@ class GradScratch {
   TypedPtr dfch_gelu;          // (N, 4C) gradient of the GELU output (MLP backward)
   TypedPtr dqkv;               // (N, 3C) gradient of qkv (attention backward): the memory of
                                //         dfch_gelu, which is dead by then
+  // (unet_skips: n_layer / 2 of them) each (N, C): skip i's weight times the gradient of the
+  // input it enters, added to its source block's output gradient when the backward gets there.
+  std::vector<float*> dskip;
 
  private:
   Buffer<float> arena_;

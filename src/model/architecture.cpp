@@ -21,6 +21,7 @@ Architecture Architecture::of(const ModelConfig& c) {
   a.tied_head = c.tie_embeddings;
   a.zero_init_proj = c.zero_init_proj;
   a.logit_softcap = static_cast<float>(c.logit_softcap);
+  a.unet_skips = c.unet_skips;
   return a;
 }
 
@@ -32,6 +33,7 @@ std::vector<std::string> Architecture::beyond_gpt2() const {
   if (activation == MlpActivation::kRelu2) out.push_back("activation = 'relu2'");
   if (!tied_head) out.push_back("tie_embeddings = False");
   if (logit_softcap > 0.0f) out.push_back("logit_softcap > 0");
+  if (unet_skips) out.push_back("unet_skips = True");
   return out;  // (zero_init_proj is only an initialization: the trained model is still GPT-2)
 }
 

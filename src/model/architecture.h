@@ -2,7 +2,7 @@
 // says which norm, positions and activation a block uses), derived from ModelConfig's keys. GPT-2
 // (the default) is LayerNorm, learned positions, GELU, a tied head and plain logits; the modern
 // options (modded-nanogpt's speedrun recipe) are RMSNorm, rotary embeddings, QK-norm, ReLU², an
-// untied head, zero-initialized output projections and tanh soft-capped logits.
+// untied head, zero-initialized output projections, tanh soft-capped logits and U-net skips.
 #pragma once
 
 #include <string>
@@ -23,12 +23,24 @@ struct Architecture {
   bool tied_head = true;                 // logits = lnf . wte^T; false: lm_head.weight
   bool zero_init_proj = false;           // attn.c_proj, mlp.c_proj, lm_head start at 0
   float logit_softcap = 0.0f;            // logits = cap * tanh(logits / cap); 0 = none
+  // U-net skips (modded-nanogpt): with E = n_layer / 2, block L-E+i's input is block L-E+i-1's
+  // output plus skip_weights[i] times block E-1-i's output (i < E); skip_weights start at 1.
+  bool unet_skips = false;
 
   static Architecture of(const ModelConfig& config);
   // The options that GPT-2 does not have, one phrase each (empty for GPT-2, whatever its GELU
   // form): what an export to a GPT-2 format names when it refuses the model.
   std::vector<std::string> beyond_gpt2() const;
 };
+
+// U-net skips (Architecture::unet_skips) of an n_layer model: E = n_layer / 2 skips; skip i
+// (i < E) takes block E-1-i's output to block n_layer-E+i's input. -1 where a block takes none.
+inline int unet_skip_count(int n_layer) { return n_layer / 2; }
+inline int unet_skip_into(int n_layer, int block) {  // the skip entering `block`'s input
+  const int E = n_layer / 2, i = block - (n_layer - E);
+  return i >= 0 && i < E ? i : -1;
+}
+inline int unet_skip_from(int n_layer, int skip) { return n_layer / 2 - 1 - skip; }
 
 // Throws nanogpt::Error when `config` has options GPT-2 cannot express, for a writer of a GPT-2
 // format (`format`: "llm.c's model file", "Hugging Face's GPT-2"), naming the options and why.

@@ -2,6 +2,8 @@
 // Block:  x -> ln1 -> qkv -> [qk-norm] -> [rotary] -> attention -> attproj -> [dropout]
 //           -> residual2 = x + . -> ln2 -> fc -> gelu/relu2 -> fcproj -> [dropout]
 //           -> residual3 = residual2 + .
+// U-net skips (unet_skips): the last n_layer/2 blocks' inputs get the first n_layer/2 blocks'
+// outputs added in mirror order, each times a learned weight (skip_input = x + w * source).
 // Head:   lnf -> logits = lnf . wte^T (tied, or lm_head^T) -> [soft-cap] -> cross-entropy over the
 //         first V columns, in chunks of rows, fused with its backward in training (the (N, Vp)
 //         logits are never held).
@@ -172,6 +174,24 @@ bool GPT::fuse_mlp(const Backend& ops, int64_t N) const {
   return choices_.fused && (choices_.fused_mlp || ops.mlp_fusion_one_region(dtype_, N, C, 4 * C));
 }
 
+int GPT::skip_into(int l) const {
+  return arch_.unet_skips ? unet_skip_into(config_.n_layer, l) : -1;
+}
+
+const float* GPT::block_input(int l) const {
+  if (l == 0) return acts_.encoded;
+  const LayerActivations& la = acts_.layers[l];
+  return la.skip_input ? la.skip_input : acts_.layers[l - 1].residual3;
+}
+
+void GPT::make_skip_input(Backend& ops, int l) {
+  const int i = skip_into(l);
+  const int64_t N = static_cast<int64_t>(B_) * T_;
+  const float* source = acts_.layers[unet_skip_from(config_.n_layer, i)].residual3;
+  ops.skip_forward(acts_.layers[l].skip_input, acts_.layers[l - 1].residual3, source, w_.skipw[i],
+                   N * config_.n_embd);
+}
+
 // Block l's forward from its input x (the embedding or block l-1's residual3) into a.layers[l];
 // ln1_done: a.ln and layer l's ln1 statistics already hold ln1(x) (the previous block's fused
 // residual + LayerNorm wrote them). Run by forward for every block and, with block checkpointing,
@@ -229,7 +249,8 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw, lbw.fcprojw), bw.fcprojb, N, 4 * C, C);
   if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
   const float* mlp_out = a.branch;
-  if (!fuse_res_ln) {
+  // A U-net skip entering the next block: its ln1 reads the skip input, made after this block.
+  if (!fuse_res_ln || skip_into(l + 1) >= 0) {
     ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
   } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
     LayerActivations& next = a.layers[l + 1];
@@ -278,7 +299,10 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   const float* x = a.encoded;
   const bool fuse_res_ln = choices_.fused;
   for (int l = 0; l < config_.n_layer; ++l) {
-    forward_block(ops, l, x, /*ln1_done=*/l > 0 && fuse_res_ln, /*for_backward=*/false);
+    const bool skip = skip_into(l) >= 0;
+    if (skip) make_skip_input(ops, l);
+    forward_block(ops, l, block_input(l), /*ln1_done=*/l > 0 && fuse_res_ln && !skip,
+                  /*for_backward=*/false);
     x = a.layers[l].residual3;
   }
   if (!fuse_res_ln || config_.n_layer == 0) {
@@ -367,7 +391,13 @@ void GPT::backward(KernelContext& ctx) {
     const LowpBlockWeights lbw = lw_.h.empty() ? LowpBlockWeights{} : lw_.h[l];
     BlockWeights& bg = g_.h[l];
     LayerActivations& la = a.layers[l];
-    const float* x = l > 0 ? a.layers[l - 1].residual3 : a.encoded;
+    const float* x = block_input(l);
+    // A U-net skip's source: its share of the gradient joins the stream (unet_skips).
+    for (size_t i = 0; i < s.dskip.size(); ++i) {
+      if (unet_skip_from(config_.n_layer, static_cast<int>(i)) == l) {
+        ops.skip_forward(s.dresidual, s.dresidual, s.dskip[i], 1.0f, N * C);
+      }
+    }
     // Block checkpointing: the views of la are shared by all blocks; fill them again with this
     // block's forward (same code, same input, same dropout masks: the same values).
     if (choices_.checkpoint_blocks) {
@@ -422,6 +452,13 @@ void GPT::backward(KernelContext& ctx) {
                                   C, 3 * C);  // s.dc = d(ln1)
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C, norm);
+    // s.dresidual = d(x): the previous block's output gets it whole; a U-net skip entering here
+    // its weight's gradient and (in s.dskip) its source's share.
+    if (const int i = skip_into(l); i >= 0) {
+      const float* source = a.layers[unet_skip_from(config_.n_layer, i)].residual3;
+      g_.skipw[i] += static_cast<float>(
+          ops.skip_backward(s.dskip[i], s.dresidual, source, w_.skipw[i], N * C));
+    }
     if (grad_ready_) grad_ready_(block_begin_[l], block_begin_[l + 1]);
   }
 
@@ -450,6 +487,10 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
                       1, 1, C);
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockWeights& bw = w_.h[l];
+    if (const int i = skip_into(l); i >= 0) {  // U-net skip: the source's output was kept
+      const int64_t from = unet_skip_from(config_.n_layer, i);
+      ops.skip_forward(s.x, s.x, s.skips + from * C, w_.skipw[i], C);
+    }
     float* krow = s.k(l) + static_cast<int64_t>(pos) * C;  // (C) this token's key
     float* vrow = s.v(l) + static_cast<int64_t>(pos) * C;  // (C) this token's value
     ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, bw.ln1w, bw.ln1b, 1, C, norm);
@@ -465,6 +506,9 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
     ops.gelu_forward(s.fch_gelu, s.fch, 4 * C, gelu);
     ops.matmul_forward(s.proj, s.fch_gelu, bw.fcprojw, bw.fcprojb, 1, 4 * C, C);
     ops.residual_forward(s.x, s.x2, s.proj, C);
+    if (arch_.unet_skips && l < unet_skip_count(config_.n_layer)) {
+      std::memcpy(s.skips + static_cast<int64_t>(l) * C, s.x, sizeof(float) * C);
+    }
   }
   ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, w_.lnfw, w_.lnfb, 1, C, norm);
   Backend head = ops.as(OpClass::kClassifier);

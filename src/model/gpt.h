@@ -152,6 +152,12 @@ class GPT {
   bool fuse_mlp(const Backend& ops, int64_t N) const;
   // Block l's forward from x into acts_.layers[l] (see gpt.cpp).
   void forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool for_backward);
+  // U-net skips: the skip entering block l (unet_skip_into), -1 where none does or they are off.
+  int skip_into(int l) const;
+  // Block l's input: the embedding, block l-1's output, or the skip input made from it
+  // (forward: make_skip_input writes it; backward: block_input reads what it wrote).
+  const float* block_input(int l) const;
+  void make_skip_input(Backend& ops, int l);
   // QK-norm and rotary embeddings (as the architecture has them) in place on the q and k of qkv
   // (N, 3C) of B sequences of T rows at positions pos0.., rstd (N, 2NH) QK-norm's statistics; and
   // the backward of both on dqkv (qkv: the forward's output).

@@ -12,8 +12,9 @@ KvCache::KvCache(const ModelConfig& config, int max_T, MemoryTracker* tracker)
         max_T, config.block_size);
   const int64_t C = C_;
   const int64_t kv = 2 * static_cast<int64_t>(config.n_layer) * max_T * C;
+  const int64_t skips = config.unet_skips ? static_cast<int64_t>(config.n_layer / 2) * C : 0;
   const int64_t scratch =
-      16 * C + 32;  // x, x2, ln, qkv, atty, proj (8C) + fch, gelu (8C) + mean/rstd
+      16 * C + 32 + skips;  // x, x2, ln, qkv, atty, proj (8C) + fch, gelu (8C) + mean/rstd
   arena_ = Buffer<float>(static_cast<size_t>(kv + scratch), tracker);
   float* p = arena_.data();
   kv_ = p;
@@ -27,7 +28,8 @@ KvCache::KvCache(const ModelConfig& config, int max_T, MemoryTracker* tracker)
   fch = p, p += 4 * C;
   fch_gelu = p, p += 4 * C;
   mean = p, p += 16;
-  rstd = p;
+  rstd = p, p += 16;
+  if (skips > 0) this->skips = p;
 }
 
 void KvCache::set_length(int length) {

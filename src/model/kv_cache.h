@@ -39,6 +39,7 @@ class KvCache {
   float* proj = nullptr;      // (C)
   float* fch = nullptr;       // (4C)
   float* fch_gelu = nullptr;  // (4C)
+  float* skips = nullptr;     // (n_layer / 2, C) the first blocks' outputs (unet_skips), else null
 
  private:
   int max_T_ = 0;

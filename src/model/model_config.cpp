@@ -38,6 +38,10 @@ void ModelConfig::validate() const {
   CHECK(rope_theta > 1.0, "rope_theta = {}: expected > 1 (e.g. 10000)", rope_theta);
   CHECK(activation == "gelu" || activation == "relu2",
         "activation = '{}': expected 'gelu' or 'relu2'", activation);
+  CHECK(!unet_skips || n_layer >= 2,
+        "unet_skips = True needs n_layer >= 2 (the first n_layer / 2 blocks feed the last); got "
+        "n_layer = {}",
+        n_layer);
   CHECK(logit_softcap >= 0.0, "logit_softcap = {}: expected >= 0 (0 = off; e.g. 15 or 30)",
         logit_softcap);
 }

@@ -1,7 +1,8 @@
 // ModelConfig: the shape of a GPT model (layers, heads, width, context, vocab, bias, dropout, GELU
 // kind) and its architecture options beyond GPT-2 (norm, positions, QK-norm, MLP activation, tied
-// head, zero-initialized projections, logit soft-cap; model/architecture.h reads them). Each key
-// is declared once in visit(); that drives parsing, --help and saving. The defaults are GPT-2.
+// head, zero-initialized projections, logit soft-cap, U-net skips; model/architecture.h reads
+// them). Each key is declared once in visit(); that drives parsing, --help and saving. The defaults
+// are GPT-2.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,7 @@ struct ModelConfig {
   bool tie_embeddings = true;
   bool zero_init_proj = false;
   double logit_softcap = 0.0;
+  bool unet_skips = false;
 
   template <typename Visitor>
   void visit(Visitor&& v) {
@@ -60,6 +62,9 @@ struct ModelConfig {
       "start the output projections (attn.c_proj, mlp.c_proj, an untied lm_head) at zero");
     v("logit_softcap", logit_softcap,
       "cap the logits smoothly at +-this value, cap * tanh(logits / cap); 0 = off (GPT-2)");
+    v("unet_skips", unet_skips,
+      "U-net skips: the outputs of the first n_layer/2 blocks are added, each times a learned "
+      "weight (skip_weights, from 1), to the inputs of the last n_layer/2 in mirror order");
   }
 
   // Vocab padded up to a multiple of 64 (50257 -> 50304); padded logits never win nor get loss.

@@ -40,6 +40,10 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
   };
   add("wte.weight", {Vp, C}, std_base);
   if (arch.learned_positions) add("wpe.weight", {maxT, C}, std_base);
+  // U-net skips' weights (n_layer / 2 scalars, from 1), before the blocks: their gradients are
+  // complete only once every decoder block's backward ran, like wte's (the last range the
+  // backward reports, GPT::set_grad_ready_hook).
+  if (arch.unet_skips) add("skip_weights", {unet_skip_count(cfg.n_layer)}, 0.0f, true);
   for (int l = 0; l < cfg.n_layer; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
     add(p + "ln_1.weight", {C}, 0.0f, true);

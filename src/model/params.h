@@ -1,5 +1,6 @@
 // The parameter table: THE one list of the model's parameters {name, shape, weight decay?, init}
-// (GPT-2's, less wpe with rotary positions, plus lm_head.weight with an untied head).
+// (GPT-2's, less wpe with rotary positions, plus lm_head.weight with an untied head and
+// skip_weights with U-net skips).
 // It drives allocation (one flat arena, each tensor a slice at `offset`), init, optimizer, weight
 // decay (only tensors with >= 2 dims), checkpoint names (Hugging Face GPT-2 names) and all-reduce.
 // Linear weights are stored (out, in) like nn.Linear; HF's Conv1D files store (in, out): io/

@@ -22,6 +22,7 @@ ModelViews<T> bind(const ParamTable& table, int n_layer, T* arena, WeightLayout 
   ModelViews<T> w;
   w.wte = at("wte.weight");
   w.wpe = maybe("wpe.weight");
+  w.skipw = maybe("skip_weights");
   w.h.resize(n_layer);
   for (int l = 0; l < n_layer; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";

@@ -31,6 +31,7 @@ template <typename T>
 struct ModelViews {
   T* wte = nullptr;              // (Vp, C), also the tied LM head
   T* wpe = nullptr;              // (maxT, C) or null (rotary positions)
+  T* skipw = nullptr;            // (n_layer / 2) U-net skips' weights, or null (unet_skips off)
   std::vector<BlockViews<T>> h;  // (L)
   T* lnfw = nullptr;             // (C)
   T* lnfb = nullptr;             // (C) or null

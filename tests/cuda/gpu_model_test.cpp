@@ -241,6 +241,10 @@ TEST(GpuModelHost, RefusesWhatTheGpuDoesNotRunByName) {
   EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("head_learning_rate"),
             std::string::npos);
   t.optim.head_learning_rate = 0;
+  t.model.unet_skips = true;
+  EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--unet_skips=False"),
+            std::string::npos);
+  t.model.unet_skips = false;
   EXPECT_EQ(message([&] { check_gpu_training_config(t); }), "no error");
 }
 

@@ -167,7 +167,7 @@ TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) 
   const std::string modern =
       std::string(kTiny) +
       " --norm=rmsnorm --position=rotary --qk_norm=True --activation=relu2 --tie_embeddings=False"
-      " --zero_init_proj=True --logit_softcap=15 --dropout=0.1 --eval_interval=5";
+      " --zero_init_proj=True --logit_softcap=15 --unet_skips=True --dropout=0.1 --eval_interval=5";
   RunResult a = run_nanogpt(dir_, "train " + modern + " --max_iters=12 --lr_decay_iters=12 --out_dir=straight");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   RunResult b1 = run_nanogpt(dir_, "train " + modern + " --max_iters=6 --lr_decay_iters=12 --out_dir=halves");
@@ -205,6 +205,7 @@ TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) 
     EXPECT_NE(e.exit_code, 0) << format;
     EXPECT_NE(e.output.find("position = 'rotary'"), std::string::npos) << e.output;
     EXPECT_NE(e.output.find("logit_softcap > 0"), std::string::npos) << e.output;
+    EXPECT_NE(e.output.find("unet_skips = True"), std::string::npos) << e.output;
     EXPECT_FALSE(fs::exists(dir_ + "/straight/exported")) << format;
   }
   EXPECT_TRUE(fs::exists(dir_ + "/straight/ckpt/model.safetensors"));

@@ -354,6 +354,7 @@ TEST(HfGpt2, ConfigRecordsTheArchitectureAndOlderConfigsReadAsGpt2) {
   c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.block_size = 8, c.vocab_size = 65;
   c.norm = "rmsnorm", c.position = "rotary", c.rope_theta = 500, c.qk_norm = true;
   c.activation = "relu2", c.tie_embeddings = false, c.zero_init_proj = true, c.logit_softcap = 30;
+  c.unet_skips = true;
   const ModelConfig back = parse_hf_config(hf_config_json(c).dump(), "config.json");
   EXPECT_EQ(back.norm, "rmsnorm");
   EXPECT_EQ(back.position, "rotary");
@@ -363,11 +364,12 @@ TEST(HfGpt2, ConfigRecordsTheArchitectureAndOlderConfigsReadAsGpt2) {
   EXPECT_FALSE(back.tie_embeddings);
   EXPECT_TRUE(back.zero_init_proj);
   EXPECT_EQ(back.logit_softcap, 30);
+  EXPECT_TRUE(back.unet_skips);
 
   nlohmann::ordered_json old = hf_config_json(ModelConfig{.n_layer = 2, .n_head = 2, .n_embd = 16,
                                                           .block_size = 8, .vocab_size = 65});
   for (const char* key : {"norm", "position", "rope_theta", "qk_norm", "activation",
-                          "tie_embeddings", "zero_init_proj", "logit_softcap"}) {
+                          "tie_embeddings", "zero_init_proj", "logit_softcap", "unet_skips"}) {
     old["nanogpt_model_config"].erase(key);
   }
   const ModelConfig gpt2 = parse_hf_config(old.dump(), "old/config.json");
@@ -375,6 +377,7 @@ TEST(HfGpt2, ConfigRecordsTheArchitectureAndOlderConfigsReadAsGpt2) {
   EXPECT_EQ(gpt2.position, "learned");
   EXPECT_TRUE(gpt2.tie_embeddings);
   EXPECT_EQ(gpt2.logit_softcap, 0);
+  EXPECT_FALSE(gpt2.unet_skips);
   // GPT-2's own keys stay required.
   old["nanogpt_model_config"].erase("n_layer");
   EXPECT_THROW(parse_hf_config(old.dump(), "old/config.json"), Error);

@@ -156,6 +156,44 @@ TEST(DispatchedKernels, ResidualMatchesTheReferenceOnEveryTarget) {
   }
 }
 
+// The U-net skip: out = x + w * skip (one rounding with FMA, two without: within an ulp of each
+// term of the reference's double sum), dskip = w * dout (one rounding each: the same bits), and the
+// weight's gradient within float accumulation's error of the double sum, the same on 1 and 2
+// threads.
+TEST(DispatchedKernels, SkipMatchesTheReferenceOnEveryTarget) {
+  for (int64_t n : {1, 7, 16, 4099, 70000}) {
+    const auto x = testing::random_normal(n, 1), skip = testing::random_normal(n, 2);
+    const auto g = testing::random_normal(n, 3);
+    const float w = 0.7f;
+    std::vector<float> want(n), want_dskip(n);
+    ref::skip_forward(want.data(), x.data(), skip.data(), w, n);
+    const double want_dw = ref::skip_backward(want_dskip.data(), g.data(), skip.data(), w, n);
+    for_each_target([&](const std::string& target) {
+      double dw_one_thread = 0;
+      for (int threads : {1, 2}) {
+        testing::ScopedOmpThreads omp(threads);
+        std::vector<float> out(n, -1.0f), dskip(n, -1.0f);
+        cpu::skip_forward(out.data(), x.data(), skip.data(), w, n);
+        const double dw = cpu::skip_backward(dskip.data(), g.data(), skip.data(), w, n);
+        for (int64_t i = 0; i < n; ++i) {
+          // (targets without FMA round the product too: an ulp of each term)
+          const double scale = std::fabs(x[i]) + std::fabs(w * skip[i]);
+          ASSERT_NEAR(out[i], want[i], 1.2e-7 * scale) << target << " n " << n;
+        }
+        EXPECT_EQ(dskip, want_dskip) << target << " n " << n;
+        EXPECT_NEAR(dw, want_dw, 1e-5 * std::sqrt(static_cast<double>(n))) << target;
+        if (threads == 1) dw_one_thread = dw;
+        EXPECT_EQ(dw, dw_one_thread) << target << " n " << n << ": thread count changed dw";
+      }
+      std::vector<float> inplace = x;  // out aliasing x
+      cpu::skip_forward(inplace.data(), inplace.data(), skip.data(), w, n);
+      std::vector<float> out(n);
+      cpu::skip_forward(out.data(), x.data(), skip.data(), w, n);
+      EXPECT_EQ(inplace, out) << target << " n " << n;
+    });
+  }
+}
+
 TEST(DispatchedKernels, EncoderMatchesTheReferenceOnEveryTarget) {
   for (auto [B, T, C, V] : {std::tuple{1, 1, 5, 3}, {2, 7, 24, 11}, {3, 64, 200, 50}}) {
     const auto wte = testing::random_normal(size_t(V) * C, 4),

@@ -27,7 +27,7 @@ using testing::random_tokens;
 // Every option on, with biases and dropout so that those paths are covered too.
 ModelConfig modern(double dropout = 0.1) {
   ModelConfig c;
-  c.n_layer = 2, c.n_head = 2, c.n_embd = 32, c.block_size = 40, c.vocab_size = 67;
+  c.n_layer = 3, c.n_head = 2, c.n_embd = 32, c.block_size = 40, c.vocab_size = 67;
   c.bias = true;
   c.dropout = dropout;
   c.norm = "rmsnorm";
@@ -36,6 +36,7 @@ ModelConfig modern(double dropout = 0.1) {
   c.activation = "relu2";
   c.tie_embeddings = false;
   c.logit_softcap = 2.0;
+  c.unet_skips = true;  // (3 layers: block 0's output into block 2's input, block 1 without)
   return c;
 }
 
@@ -92,7 +93,17 @@ TEST(Architecture, TheParameterTableFollowsTheOptions) {
   int64_t all = 0;
   for (const ParamSpec& s : t.specs()) all += s.numel;
   EXPECT_EQ(t.num_params_for_mfu(), all - t.at("wte.weight").numel);
-  EXPECT_EQ(m.architecture().beyond_gpt2().size(), 6u);
+  EXPECT_EQ(m.architecture().beyond_gpt2().size(), 7u);
+  const ParamSpec& skips = t.at("skip_weights");
+  EXPECT_EQ(skips.shape, (std::vector<int64_t>{1}));
+  EXPECT_FALSE(skips.decay);
+  EXPECT_FALSE(skips.hidden_matrix);                        // AdamW's, not Muon's
+  EXPECT_LT(skips.offset, t.at("h.0.ln_1.weight").offset);  // reported with wte, last
+  {
+    GPT init(modern());
+    init.init_weights(1);
+    EXPECT_EQ(init.params()[skips.offset], 1.0f);
+  }
 
   ModelConfig z = modern();
   z.zero_init_proj = true;
@@ -131,6 +142,9 @@ TEST(Architecture, BadOptionsAreErrorsNamingTheKey) {
   c.logit_softcap = -1;
   expect_error(c, "logit_softcap");
   c = modern();
+  c.n_layer = 1;
+  expect_error(c, "unet_skips");
+  c = modern();
   c.rope_theta = 0.5;
   expect_error(c, "rope_theta");
   c = modern();
@@ -146,6 +160,7 @@ TEST(Architecture, EachOptionChangesTheModel) {
   ModelConfig base = modern(0.0);
   base.norm = "layernorm", base.position = "learned", base.qk_norm = false;
   base.activation = "gelu", base.tie_embeddings = true, base.logit_softcap = 0;
+  base.unet_skips = false;
   auto loss_of = [](const ModelConfig& c) {
     KernelContext ctx;
     GPT model(c);
@@ -154,13 +169,14 @@ TEST(Architecture, EachOptionChangesTheModel) {
     return model.forward(ctx, x.data(), y.data(), 2, 20, false);
   };
   const float l0 = loss_of(base);
-  std::vector<ModelConfig> variants(6, base);
+  std::vector<ModelConfig> variants(7, base);
   variants[0].norm = "rmsnorm";
   variants[1].position = "rotary";
   variants[2].qk_norm = true;
   variants[3].activation = "relu2";
   variants[4].tie_embeddings = false;
   variants[5].logit_softcap = 1.0;
+  variants[6].unet_skips = true;
   for (const ModelConfig& v : variants) {
     EXPECT_GT(std::fabs(loss_of(v) - l0), 1e-4) << Architecture::of(v).beyond_gpt2()[0];
   }

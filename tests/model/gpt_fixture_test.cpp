@@ -1,7 +1,8 @@
 // Whole-model tests against the PyTorch reference (tests/fixtures/torch/make_fixture.py, float64):
 // logits, loss, every parameter gradient, and a 10-step AdamW + grad-clip loss trajectory, for the
 // model with biases and without, and for the model with every architecture option on
-// (make_modern_fixture.py: RMSNorm, rotary, QK-norm, ReLU², untied head, soft-capped logits).
+// (make_modern_fixture.py: RMSNorm, rotary, QK-norm, ReLU², untied head, soft-capped logits),
+// and that model with U-net skips at 4 layers.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -128,9 +129,11 @@ TEST_P(GptFixtureTest, TenStepAdamWTrajectoryMatchesTorch) {
 INSTANTIATE_TEST_SUITE_P(Torch, GptFixtureTest,
                          ::testing::Values("gpt2_tiny_bias.safetensors",
                                            "gpt2_tiny_nobias.safetensors",
-                                           "gpt_modern_tiny.safetensors"),
+                                           "gpt_modern_tiny.safetensors",
+                                           "gpt_modern_unet_tiny.safetensors"),
                          [](const auto& info) {
                            const std::string name(info.param);
+                           if (name.find("unet") != std::string::npos) return "ModernUnet";
                            if (name.find("modern") != std::string::npos) return "Modern";
                            return name.find("nobias") != std::string::npos ? "NoBias" : "Bias";
                          });

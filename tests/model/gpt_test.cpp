@@ -242,6 +242,41 @@ TEST(GptBackward, MatchesFiniteDifferenceForDropoutBiasAndGeluVariants) {
   }
 }
 
+// U-net skips (unet_skips) at 3 layers (one skip, 0 -> 2, the middle block without one) and 4
+// (two, crossing): the whole gradient along its direction, and each skip weight's gradient alone
+// against its central difference (its share of the whole gradient is small).
+TEST(GptBackward, MatchesFiniteDifferenceWithUnetSkips) {
+  KernelContext ctx;
+  const int B = 2, T = 16;
+  const std::vector<int> x = random_tokens(B * T, 67, 8), y = random_tokens(B * T, 67, 9);
+  for (int layers : {3, 4}) {
+    ModelConfig c = tiny_config(true, 0.3);
+    c.n_layer = layers;
+    c.unet_skips = true;
+    GPT model(c);
+    randomize(model, 13);
+    const ParamSpec& skips = model.table().at("skip_weights");
+    ASSERT_EQ(skips.numel, layers / 2);
+    for (int64_t i = 0; i < skips.numel; ++i) model.params()[skips.offset + i] = 0.8f + 0.3f * i;
+    EXPECT_LT(directional_derivative_error(model, ctx, x, y, B, T, 99), 5e-3) << layers;
+    model.zero_grad();
+    model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+    model.backward(ctx);
+    for (int64_t i = 0; i < skips.numel; ++i) {
+      float& w = model.params()[skips.offset + i];
+      const float w0 = w, h = 1e-2f;
+      w = w0 + h;
+      const double up = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+      w = w0 - h;
+      const double down = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+      w = w0;
+      const double fd = (up - down) / (2.0 * h), g = model.grads()[skips.offset + i];
+      EXPECT_GT(std::fabs(g), 1e-4) << "skip " << i << " of " << layers << " layers";
+      EXPECT_NEAR(g, fd, 2e-2 * std::fabs(fd) + 1e-4) << "skip " << i << " of " << layers;
+    }
+  }
+}
+
 TEST(GptKvCache, ForwardOneMatchesFullForward) {
   for (bool bias : {true, false}) {
     const ModelConfig c = tiny_config(bias);

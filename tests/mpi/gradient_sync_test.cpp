@@ -62,8 +62,14 @@ ModelConfig tiny() {
   return c;
 }
 
-TEST(GradReadyHook, RangesAreFinalAndCoverTheArenaFromTheEnd) {
-  GPT model(tiny());
+class GradReadyHook : public ::testing::TestWithParam<bool> {};
+
+// With U-net skips (GetParam()) the skip weights' gradients, complete only after the last
+// decoder block's backward, lie in the embeddings' range, reported last.
+TEST_P(GradReadyHook, RangesAreFinalAndCoverTheArenaFromTheEnd) {
+  ModelConfig c = tiny();
+  c.unet_skips = GetParam();
+  GPT model(c);
   model.init_weights(3);
   KernelContext ctx;
   const int B = 2, T = 16;
@@ -95,6 +101,9 @@ TEST(GradReadyHook, RangesAreFinalAndCoverTheArenaFromTheEnd) {
   model.backward(ctx);
   EXPECT_EQ(ranges.size(), 5u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Plain, GradReadyHook, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "UnetSkips" : "Plain"; });
 
 TEST(GradientSync, BucketsCoverEveryElementOnceInBackwardOrder) {
   std::vector<float> grads(1000);

@@ -1,5 +1,5 @@
-// Reference element-wise ops: the MLP activation (GELU tanh and exact, ReLU²), residual add, dropout (counter-based mask),
-// each forward and accumulating backward.
+// Reference element-wise ops: the MLP activation (GELU tanh and exact, ReLU²), residual add, the
+// U-net skip, dropout (counter-based mask), each forward and accumulating backward.
 #include <cmath>
 #include <numbers>
 
@@ -47,6 +47,19 @@ void residual_backward(float* da, float* db, const float* dout, int64_t N) {
     da[i] += dout[i];
     db[i] += dout[i];
   }
+}
+
+void skip_forward(float* out, const float* x, const float* skip, float w, int64_t N) {
+  for (int64_t i = 0; i < N; ++i) out[i] = static_cast<float>(x[i] + double(w) * skip[i]);
+}
+
+double skip_backward(float* dskip, const float* dout, const float* skip, float w, int64_t N) {
+  double dw = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    dw += double(dout[i]) * skip[i];
+    dskip[i] = static_cast<float>(double(w) * dout[i]);
+  }
+  return dw;
 }
 
 void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed) {
