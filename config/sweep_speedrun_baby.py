@@ -1,6 +1,24 @@
 # The search behind config/speedrun_shakespeare_char.py (the baby-GPT track). Hyperparameters only
 # are chosen by the loss on the whole validation split; nothing trains on it.
 #
+# Issue 33's second step (2026-11-27, seed 1337, AMD EPYC, 2 threads, bf16; `nanogpt sweep` of
+# these keys on the recipe of the first step below (6 layers, batch 32, 700 iterations), each run
+# stopping at val <= 1.47 on the whole validation split, checked every 25 from 450. Several ran
+# beside builds and each other, so their wall times say nothing; tokens are what compare):
+#   b24_i900        --batch_size=24 --max_iters=900 --context_warmup_iters=260: reached at 825, 5.1M
+#                   tokens (the recipe: 650, 5.3M), at the end of its schedule: no gain worth the
+#                   smaller steps
+#   muon03          --muon_learning_rate=0.03: reached at 650 (1.4661), as the recipe
+#   unet            --unet_skips=True (U-net skips, built for this step): not reached in 700 (best
+#                   1.4721; 1.4758 at 650 where the recipe reached 1.4694). On the CPU track (4
+#                   seeds) it reached at 160/160/160/160 against 140/150/160/150: not kept
+#   l4_i850         --n_layer=4 --max_iters=850: reached at 850 (1.4696; 1.4723 at 825), 7.0M tokens,
+#                   ~30% more than 6 layers, at ~1.55x the tokens per second (21.2K against 13.7K
+#                   tok/s at the same point, context 64, on a quiet machine): ~15% less wall time.
+#                   Kept, with 950 iterations for margin (the recipe now)
+#   not finished (stopped for the record runs): w192 (6 layers, 192 wide), dropout 0.05,
+#   embedding_learning_rate 1e-2, muon_momentum_warmup_iters 300, 5 layers
+#
 # Issue 33's step (2026-11-27, seed 1337, AMD EPYC, 2 threads, bf16; `nanogpt train` with these
 # keys on the recipe of issue 19, whole-split losses every 25 iterations; wall times of the first
 # two were stretched by builds running beside them, so tokens are what compare):
