@@ -6,10 +6,10 @@
 # less, so it takes dropout 0.1. Issue 33: batches of 32 (not 64) reach it after ~30% fewer
 # tokens, at about the same tokens per second, and the sequence-length warmup (contexts 64 and
 # 128 over the first 200 iterations) gets there a little sooner still. Issue 33, second step: 4
-# layers instead of 6 take ~30% more tokens (7.0M against 5.3M on seed 1337) at ~1.55x the tokens
-# per second, ~15% less wall time; a 950-iteration warmup-stable-decay schedule (cooldown from
-# 570) leaves margin past where seeds reach the target (850 on seed 1337 with 850 iterations).
-# The search: config/sweep_speedrun_baby.py.
+# layers instead of 6 take ~30-40% more tokens (7.0M-7.6M against 5.3M) at ~1.3x the tokens per
+# second at context 256 (~0.48 s against ~0.62 s per step): about the same wall time (7.6 min
+# against 7.4, docs/speedrun.md), with a 950-iteration warmup-stable-decay schedule (cooldown from
+# 570) that the 3 seeds reached at 850-925. The search: config/sweep_speedrun_baby.py.
 
 out_dir = 'out-speedrun-char'
 dataset = 'shakespeare_char'

@@ -14,8 +14,10 @@
 #                   seeds) it reached at 160/160/160/160 against 140/150/160/150: not kept
 #   l4_i850         --n_layer=4 --max_iters=850: reached at 850 (1.4696; 1.4723 at 825), 7.0M tokens,
 #                   ~30% more than 6 layers, at ~1.55x the tokens per second (21.2K against 13.7K
-#                   tok/s at the same point, context 64, on a quiet machine): ~15% less wall time.
-#                   Kept, with 950 iterations for margin (the recipe now)
+#                   tok/s at the same point, context 64, on a quiet machine). Kept, with 950
+#                   iterations for margin (the recipe now); measured in docs/speedrun.md, the longer
+#                   schedule moves the reach too (850-925 of 950) and at context 256 the step is
+#                   only ~1.3x faster: about the same wall time as 6 layers (7.6 min against 7.4)
 #   not finished (stopped for the record runs): w192 (6 layers, 192 wide), dropout 0.05,
 #   embedding_learning_rate 1e-2, muon_momentum_warmup_iters 300, 5 layers
 #

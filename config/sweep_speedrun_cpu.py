@@ -13,6 +13,9 @@
 #     ... 140 iterations (warmup 80)                2 of 4 reach it (at 140)
 #     ... 160 iterations                            140 / 150 / 160 / 150, last losses 1.855-1.874:
 #                                                   kept, with the whole-split check from 140
+# Issue 33, later (2026-11-27, seeds 1337-1340, stopping at the target, whole split every 10 from
+# 110; run beside another sweep, so tokens compare, not times): --unet_skips=True (U-net skips,
+# 2 at 4 layers) reached at 160/160/160/160 against the recipe's 140/150/160/150: not kept.
 # Tried on the recipe without the warmup (2 seeds, the loss at 170/180 against the recipe's
 # 1.8584/1.8426 and 1.8885/1.8675): embedding_learning_rate 1.2e-2 and 4e-2, muon_learning_rate
 # 0.03 and 0.04, min_lr 0, cooldown '1-sqrt', cooldown_fraction 0.6, beta1 0.8, learning_rate
