@@ -538,10 +538,13 @@ BENCHMARK(BM_LayerNormSmall)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// args: N elements, kind (0 tanh, 1 exact), storage (0 float32, 1 bf16 through the 16-bit op)
+// args: N elements, kind (0 tanh, 1 exact, 2 relu2), storage (0 float32, 1 bf16 through the 16-bit
+// op), backward (0 accumulating, 1 overwriting: the model's)
 void BM_GeluForwardBackward(benchmark::State& state) {
   const int64_t N = state.range(0);
-  const MlpActivation kind = state.range(1) ? MlpActivation::kExact : MlpActivation::kTanh;
+  const MlpActivation kind = state.range(1) == 2   ? MlpActivation::kRelu2
+                             : state.range(1) == 1 ? MlpActivation::kExact
+                                                   : MlpActivation::kTanh;
   const DType t = state.range(2) ? DType::kBF16 : DType::kF32;
   const size_t es = dtype_size(t);
   auto x32 = random_vec(N, 1), dout32 = random_vec(N, 2);
@@ -551,16 +554,23 @@ void BM_GeluForwardBackward(benchmark::State& state) {
   KernelContext ctx;
   for (auto _ : state) {
     cpu::gelu_forward(ctx, TypedPtr(out.data(), t), ConstTypedPtr(x.data(), t), N, kind);
-    cpu::gelu_backward(ctx, TypedPtr(dx.data(), t), ConstTypedPtr(x.data(), t),
-                       ConstTypedPtr(dout.data(), t), N, kind);
+    if (state.range(3)) {
+      cpu::gelu_backward_overwrite(ctx, TypedPtr(dx.data(), t), ConstTypedPtr(x.data(), t),
+                                   ConstTypedPtr(dout.data(), t), N, kind);
+    } else {
+      cpu::gelu_backward(ctx, TypedPtr(dx.data(), t), ConstTypedPtr(x.data(), t),
+                         ConstTypedPtr(dout.data(), t), N, kind);
+    }
     benchmark::DoNotOptimize(dx.data());
   }
-  set_bytes(state, 6.0 * N * double(es));
+  set_bytes(state, (state.range(3) ? 5.0 : 6.0) * N * double(es));
 }
 BENCHMARK(BM_GeluForwardBackward)
-    ->Args({4096 * 3072, 0, 0})
-    ->Args({4096 * 3072, 1, 0})
-    ->Args({4096 * 3072, 0, 1})
+    ->Args({4096 * 3072, 0, 0, 0})
+    ->Args({4096 * 3072, 1, 0, 0})
+    ->Args({4096 * 3072, 0, 1, 0})
+    ->Args({8192 * 1024, 2, 0, 1})
+    ->Args({8192 * 1024, 2, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

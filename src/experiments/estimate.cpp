@@ -50,7 +50,7 @@ TrainConfig resolve_for_estimate(TrainConfig config) {
   config.resolve_auto_dtype();
   if (config.init_from == "resume") {
     ModelConfig saved = read_checkpoint_config(checkpoint_dir_of(config.out_dir));
-    saved.dropout = config.model.dropout;
+    saved.take_dropout_from(config.model);
     config.model = saved;
   } else {
     CHECK(config.init_from == "scratch",

@@ -216,6 +216,7 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
   training_ = training && targets != nullptr;
   dropout_seed_ = dropout_seed;
   dropout_p_ = training ? static_cast<float>(config_.dropout) : 0.0f;
+  attn_dropout_p_ = training ? static_cast<float>(config_.attention_dropout()) : 0.0f;
   const float p = dropout_p_;
   const bool drop = p > 0;
   cuda::copy_to_device(inputs_d_.data(), inputs, N * sizeof(int));
@@ -269,9 +270,11 @@ float GpuGpt::forward(const int* inputs, const int* targets, int B, int T, bool 
     if (flash_) {
       auto* forward = flash_kernel_ == GpuFlashKernel::kMma ? cuda::flash_attention_forward_mma
                                                             : cuda::flash_attention_forward;
-      forward(ctx_, atty, a.lse.data(), qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+      forward(ctx_, atty, a.lse.data(), qkv, B, T, C, NH, attn_dropout_p_,
+              site_seed(l, kSiteAttnProbs));
     } else {
-      cuda::attention_forward(ctx_, atty, att, qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+      cuda::attention_forward(ctx_, atty, att, qkv, B, T, C, NH, attn_dropout_p_,
+                              site_seed(l, kSiteAttnProbs));
     }
     scope.next(OpClass::kMatmul, 2 * NC * C, e * (NC + 1.0 * C * C) + 4 * NC);
     cuda::matmul_forward(ctx_, TypedPtr(proj_.data()), atty,
@@ -433,10 +436,10 @@ void GpuGpt::backward() {
     if (flash_) {
       auto* backward = flash_kernel_ == GpuFlashKernel::kMma ? cuda::flash_attention_backward_mma
                                                              : cuda::flash_attention_backward;
-      backward(ctx_, d3C, dC2, atty, a.lse.data(), qkv, B, T, C, NH, p,
+      backward(ctx_, d3C, dC2, atty, a.lse.data(), qkv, B, T, C, NH, attn_dropout_p_,
                site_seed(l, kSiteAttnProbs));
     } else {
-      cuda::attention_backward(ctx_, d3C, dC2, att, qkv, B, T, C, NH, p,
+      cuda::attention_backward(ctx_, d3C, dC2, att, qkv, B, T, C, NH, attn_dropout_p_,
                                site_seed(l, kSiteAttnProbs));
     }
     qk_backward(d3C, qkv, a.qk_rstd.data(), N, T);

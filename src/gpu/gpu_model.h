@@ -161,6 +161,7 @@ class GpuGpt {
   int B_ = 0, T_ = 0;
   bool training_ = false, backward_ready_ = false, logits_valid_ = false;
   float dropout_p_ = 0;
+  float attn_dropout_p_ = 0;  // on the attention weights (ModelConfig::attention_dropout())
   uint64_t dropout_seed_ = 0;
 };
 

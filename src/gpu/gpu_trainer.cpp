@@ -123,16 +123,16 @@ class GpuTrainingRun {
     Buffer<float> loaded;
     if (from == "resume") {
       ModelConfig saved = read_checkpoint_config(ckpt_dir_);
-      saved.dropout = config_.model.dropout;
+      saved.take_dropout_from(config_.model);
       config_.model = saved;
     } else if (is_torch_checkpoint_file(from)) {
       // nanoGPT's ckpt.pt: its AdamW state and iteration go on the device after the model.
       nanogpt_ckpt_ = start_from_nanogpt(from, config_.model, loaded);
     } else if (from != "scratch") {
       ModelSource src = load_model_source(from, config_.out_dir);
-      const double dropout = config_.model.dropout;
+      const ModelConfig configured = config_.model;
       config_.model = src.config;
-      config_.model.dropout = dropout;
+      config_.model.take_dropout_from(configured);
       loaded = std::move(src.params);
     }
     const std::string meta_path = (fs::path(data_dir_) / "meta.json").string();

@@ -170,6 +170,20 @@ class Backend {
             2.0 * dtype_size(dqkv.dtype) * N * 2 * C);
     cpu::rotary_backward(dqkv, cos, sin, N, T, pos0, C, NH);
   }
+  // QK-norm and rotary in one pass (either skipped: rstd, cos null).
+  void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,
+                              int64_t N, int T, int pos0, int C, int NH) {
+    Scope s(profile_, OpClass::kAttention, 6.0 * N * 2 * C,
+            2.0 * dtype_size(qkv.dtype) * N * 2 * C);
+    cpu::qk_norm_rotary_forward(qkv, rstd, cos, sin, N, T, pos0, C, NH);
+  }
+  void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd,
+                               const float* cos, const float* sin, int64_t N, int T, int pos0,
+                               int C, int NH) {
+    Scope s(profile_, OpClass::kAttention, 8.0 * N * 2 * C,
+            (rstd ? 3.0 : 2.0) * dtype_size(dqkv.dtype) * N * 2 * C);
+    cpu::qk_norm_rotary_backward(dqkv, qkv, rstd, cos, sin, N, T, pos0, C, NH);
+  }
   void softcap_forward(float* z, int64_t N, float cap) {
     Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * 2);
     cpu::softcap_forward(z, N, cap);

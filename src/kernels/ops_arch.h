@@ -17,32 +17,42 @@
 
 namespace nanogpt {
 
-#define NANOGPT_DECLARE_ARCH_OPS                                                                   \
-  /* QK-norm: each of the 2*NH head vectors v (HS) of a row becomes v * r, with               */   \
-  /* r = 1 / sqrt(mean(v^2) + 1e-5) (RMSNorm without a gain); rstd (N, 2*NH) keeps r, Q's     */   \
-  /* heads first.                                                                              */  \
-  void qk_rmsnorm_forward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH);                    \
-  /* y = the forward's output as qkv holds it: g <- r * (g - y * mean(g * y)) per head vector. */  \
-  /* After rotary_forward, qkv holds y rotated: run this on the gradient BEFORE                */  \
-  /* rotary_backward (both then in the rotated frame, where the formula holds alike).         */   \
-  void qk_rmsnorm_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,  \
-                           int NH);                                                                \
-  /* Rotary position embedding: row n is at position p = pos0 + n % T; each Q and K head      */   \
-  /* vector's pairs (i, i + HS/2), i < HS/2, turn by the angle p * theta^(-2i/HS):            */   \
-  /* (a, b) -> (a cos - b sin, a sin + b cos). cos, sin (max_T, HS/2): the angles' cosines    */   \
-  /* and sines (model/rotary_table.h); HS even.                                               */   \
-  void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T,          \
-                      int pos0, int C, int NH);                                                    \
-  /* The backward: the gradient turned back (angle -p * theta^(-2i/HS)).                      */   \
-  void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T,        \
-                       int pos0, int C, int NH);                                                   \
-  /* Logit soft-cap, in place: z (N) = cap * tanh(z / cap), cap > 0.                          */   \
-  void softcap_forward(float* z, int64_t N, float cap);                                            \
-  /* crossentropy_forward_backward (ops.h) of softcap_forward(logits): losses of the capped   */   \
-  /* logits; dlogits (N, Vp), OVERWRITTEN (may alias logits), is the gradient with respect to */   \
-  /* the raw logits: dloss * (softmax - onehot) * (1 - (capped / cap)^2).                      */  \
-  void crossentropy_softcap_forward_backward(float* losses, float* dlogits, const float* logits,   \
-                                             const int* targets, float dloss, int64_t N, int V,    \
+#define NANOGPT_DECLARE_ARCH_OPS                                                                  \
+  /* QK-norm: each of the 2*NH head vectors v (HS) of a row becomes v * r, with               */  \
+  /* r = 1 / sqrt(mean(v^2) + 1e-5) (RMSNorm without a gain); rstd (N, 2*NH) keeps r, Q's     */  \
+  /* heads first.                                                                              */ \
+  void qk_rmsnorm_forward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH);                   \
+  /* y = the forward's output as qkv holds it: g <- r * (g - y * mean(g * y)) per head vector. */ \
+  /* After rotary_forward, qkv holds y rotated: run this on the gradient BEFORE                */ \
+  /* rotary_backward (both then in the rotated frame, where the formula holds alike).         */  \
+  void qk_rmsnorm_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C, \
+                           int NH);                                                               \
+  /* Rotary position embedding: row n is at position p = pos0 + n % T; each Q and K head      */  \
+  /* vector's pairs (i, i + HS/2), i < HS/2, turn by the angle p * theta^(-2i/HS):            */  \
+  /* (a, b) -> (a cos - b sin, a sin + b cos). cos, sin (max_T, HS/2): the angles' cosines    */  \
+  /* and sines (model/rotary_table.h); HS even.                                               */  \
+  void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T,         \
+                      int pos0, int C, int NH);                                                   \
+  /* The backward: the gradient turned back (angle -p * theta^(-2i/HS)).                      */  \
+  void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T,       \
+                       int pos0, int C, int NH);                                                  \
+  /* QK-norm then rotary in one pass over Q and K: qk_rmsnorm_forward (skipped when rstd is  */   \
+  /* null) then rotary_forward (skipped when cos is null), each head vector rounded once at   */  \
+  /* the end (in float32 the same values as the two ops; in 16 bits one rounding fewer).     */   \
+  void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,      \
+                              int64_t N, int T, int pos0, int C, int NH);                         \
+  /* Its backward: qk_rmsnorm_backward (rstd null: skipped; qkv the fused forward's output)   */  \
+  /* then rotary_backward (cos null: skipped), in place in dqkv, rounded once.                */  \
+  void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd,               \
+                               const float* cos, const float* sin, int64_t N, int T, int pos0,    \
+                               int C, int NH);                                                    \
+  /* Logit soft-cap, in place: z (N) = cap * tanh(z / cap), cap > 0.                          */  \
+  void softcap_forward(float* z, int64_t N, float cap);                                           \
+  /* crossentropy_forward_backward (ops.h) of softcap_forward(logits): losses of the capped   */  \
+  /* logits; dlogits (N, Vp), OVERWRITTEN (may alias logits), is the gradient with respect to */  \
+  /* the raw logits: dloss * (softmax - onehot) * (1 - (capped / cap)^2).                      */ \
+  void crossentropy_softcap_forward_backward(float* losses, float* dlogits, const float* logits,  \
+                                             const int* targets, float dloss, int64_t N, int V,   \
                                              int Vp, float cap);
 
 namespace ref {

@@ -69,21 +69,20 @@ GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights master
 }
 
 void GPT::qk_forward(Backend& ops, TypedPtr qkv, float* rstd, int64_t N, int T, int pos0) {
-  const int C = config_.n_embd, NH = config_.n_head;
-  if (arch_.qk_norm) ops.qk_rmsnorm_forward(qkv, rstd, N, C, NH);
-  if (arch_.rotary) {
-    ops.rotary_forward(qkv, rotary_.cos.data(), rotary_.sin.data(), N, T, pos0, C, NH);
-  }
+  if (!arch_.qk_norm && !arch_.rotary) return;
+  // One pass over Q and K: QK-norm then rotary, each head vector rounded once.
+  ops.qk_norm_rotary_forward(
+      qkv, arch_.qk_norm ? rstd : nullptr, arch_.rotary ? rotary_.cos.data() : nullptr,
+      arch_.rotary ? rotary_.sin.data() : nullptr, N, T, pos0, config_.n_embd, config_.n_head);
 }
 
 void GPT::qk_backward(Backend& ops, TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N,
                       int T) {
-  const int C = config_.n_embd, NH = config_.n_head;
+  if (!arch_.qk_norm && !arch_.rotary) return;
   // qkv holds the rotated output: QK-norm's backward runs in that frame first (ops_arch.h).
-  if (arch_.qk_norm) ops.qk_rmsnorm_backward(dqkv, qkv, rstd, N, C, NH);
-  if (arch_.rotary) {
-    ops.rotary_backward(dqkv, rotary_.cos.data(), rotary_.sin.data(), N, T, 0, C, NH);
-  }
+  ops.qk_norm_rotary_backward(
+      dqkv, qkv, arch_.qk_norm ? rstd : nullptr, arch_.rotary ? rotary_.cos.data() : nullptr,
+      arch_.rotary ? rotary_.sin.data() : nullptr, N, T, 0, config_.n_embd, config_.n_head);
 }
 
 void GPT::check_masters_inside(const char* what) const {
@@ -220,10 +219,11 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw, lbw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
   qk_forward(ops, la.qkv, la.qk_rstd, N, T, 0);
   if (choices_.naive_attention) {
-    ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B,
-                                T, C, NH, p, site_seed(l, kSiteAttnProbs));
+    ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B, T,
+                                C, NH, attn_dropout_p_, site_seed(l, kSiteAttnProbs));
   } else {
-    ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+    ops.attention_forward(la.atty, la.lse, la.qkv, B, T, C, NH, attn_dropout_p_,
+                          site_seed(l, kSiteAttnProbs));
   }
   ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw, lbw.attprojw), bw.attprojb, N, C, C);
   if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
@@ -284,6 +284,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   B_ = B, T_ = T;
   dropout_seed_ = dropout_seed;
   dropout_p_ = training ? static_cast<float>(config_.dropout) : 0.0f;
+  attn_dropout_p_ = training ? static_cast<float>(config_.attention_dropout()) : 0.0f;
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
   Activations& a = acts_;
@@ -441,9 +442,10 @@ void GPT::backward(KernelContext& ctx) {
     ops.fill_zero(s.dqkv, N * 3 * C);
     if (choices_.naive_attention) {
       ops.attention_naive_backward(s.dqkv.f32(), s.dc.f32(), naive_att_.data() + l * att_size,
-                                   la.qkv.f32(), B, T, C, NH, p, site_seed(l, kSiteAttnProbs));
+                                   la.qkv.f32(), B, T, C, NH, attn_dropout_p_,
+                                   site_seed(l, kSiteAttnProbs));
     } else {
-      ops.attention_backward(s.dqkv, s.dc, la.atty, la.lse, la.qkv, B, T, C, NH, p,
+      ops.attention_backward(s.dqkv, s.dc, la.atty, la.lse, la.qkv, B, T, C, NH, attn_dropout_p_,
                              site_seed(l, kSiteAttnProbs));
     }
     qk_backward(ops, s.dqkv, la.qkv, la.qk_rstd, N, T);

@@ -197,6 +197,8 @@ class GPT {
   int B_ = 0, T_ = 0;
   int64_t num_valid_ = 0;
   float dropout_p_ = 0.0f;  // dropout actually applied (0 unless training)
+  float attn_dropout_p_ =
+      0.0f;  // on the attention weights (attention_dropout(); 0 unless training)
   uint64_t dropout_seed_ = 0;
   bool backward_ready_ = false;
   bool logits_valid_ = false;

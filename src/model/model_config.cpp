@@ -26,6 +26,9 @@ void ModelConfig::validate() const {
         "the {} allowed",
         n_layer, n_embd, block_size, vocab_size, num_params_bound(), kMaxParams);
   CHECK(dropout >= 0.0 && dropout < 1.0, "dropout = {}: expected 0 <= dropout < 1", dropout);
+  CHECK(attn_dropout == -1.0 || (attn_dropout >= 0.0 && attn_dropout < 1.0),
+        "attn_dropout = {}: expected 0 <= attn_dropout < 1, or -1 for dropout's value",
+        attn_dropout);
   CHECK(gelu == "tanh" || gelu == "exact", "gelu = '{}': expected 'tanh' or 'exact'", gelu);
   CHECK(norm == "layernorm" || norm == "rmsnorm", "norm = '{}': expected 'layernorm' or 'rmsnorm'",
         norm);

@@ -29,6 +29,7 @@ struct ModelConfig {
   int vocab_size = 0;  // 0 = from the dataset's meta.json, else GPT-2's 50257
   bool bias = false;
   double dropout = 0.0;
+  double attn_dropout = -1.0;  // < 0: dropout's
   std::string gelu = "tanh";
   std::string norm = "layernorm";
   std::string position = "learned";
@@ -49,6 +50,9 @@ struct ModelConfig {
     v("vocab_size", vocab_size, "vocabulary size; 0 = from the dataset's meta.json, else 50257");
     v("bias", bias, "biases in Linear layers and LayerNorms (GPT-2: True)");
     v("dropout", dropout, "dropout on embeddings, attention weights and residual paths");
+    v("attn_dropout", attn_dropout,
+      "dropout on the attention weights alone; -1 = dropout's (nanoGPT: one for all). 0 keeps "
+      "dropout on embeddings and residual paths and skips the per-score masks (the costly part)");
     v("gelu", gelu, "GELU form: 'tanh' (GPT-2's approximation) or 'exact' (erf)");
     v("norm", norm, "'layernorm' (GPT-2) or 'rmsnorm' (no centering, scale by the root mean square)");
     v("position", position,
@@ -70,6 +74,14 @@ struct ModelConfig {
   // Vocab padded up to a multiple of 64 (50257 -> 50304); padded logits never win nor get loss.
   int padded_vocab_size() const { return (vocab_size + 63) / 64 * 64; }
   int head_size() const { return n_embd / n_head; }
+  // Dropout (dropout, attn_dropout) as `configured` has it: a training choice, not the model's
+  // shape, so it may change on resume and when training starts from saved weights (as nanoGPT).
+  void take_dropout_from(const ModelConfig& configured) {
+    dropout = configured.dropout;
+    attn_dropout = configured.attn_dropout;
+  }
+  // The dropout probability of the attention weights (attn_dropout, or dropout when it is < 0).
+  double attention_dropout() const { return attn_dropout < 0.0 ? dropout : attn_dropout; }
   // The MLP's activation (activation and gelu together).
   MlpActivation mlp_activation() const {
     if (activation == "relu2") return MlpActivation::kRelu2;

@@ -89,9 +89,9 @@ std::unique_ptr<NanoGptCheckpoint> start_from_nanogpt(const std::string& path, M
                                                       Buffer<float>& params) {
   auto ckpt =
       std::make_unique<NanoGptCheckpoint>(read_nanogpt_checkpoint(path, /*with_optimizer=*/true));
-  const double dropout = model.dropout;
+  const ModelConfig configured = model;
   model = ckpt->model;
-  model.dropout = dropout;
+  model.take_dropout_from(configured);
   params = std::move(ckpt->params);
   return ckpt;
 }

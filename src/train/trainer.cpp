@@ -171,7 +171,7 @@ class TrainingRun {
     std::unique_ptr<NanoGptCheckpoint> nanogpt_ckpt;
     if (from == "resume") {
       ModelConfig saved = read_checkpoint_config(ckpt_dir_);
-      saved.dropout = config_.model.dropout;  // like nanoGPT, dropout may change on resume
+      saved.take_dropout_from(config_.model);  // like nanoGPT, dropout may change on resume
       check_resume_shape(saved);
       config_.model = saved;
     } else if (is_torch_checkpoint_file(from)) {
@@ -181,9 +181,9 @@ class TrainingRun {
     } else if (from != "scratch") {
       // Weights file: the shape (and GELU form) come from it; dropout stays as configured.
       ModelSource src = load_model_source(from, config_.out_dir);
-      double dropout = config_.model.dropout;
+      const ModelConfig configured = config_.model;
       config_.model = src.config;
-      config_.model.dropout = dropout;
+      config_.model.take_dropout_from(configured);
       loaded_params = std::move(src.params);
     }
     // The dataset's vocab size (meta.json), 0 if it does not say.
@@ -318,9 +318,10 @@ class TrainingRun {
     const ModelConfig& m = config_.model;
     say(fmt::format(
         "model: {} layers, {} heads, {} wide, context {}, vocab {} (padded {}), bias {}, "
-        "dropout {}: {:.2f}M parameters",
+        "dropout {}{}: {:.2f}M parameters",
         m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.padded_vocab_size(),
         m.bias ? "on" : "off", m.dropout,
+        m.attn_dropout < 0 ? "" : fmt::format(" ({} on the attention weights)", m.attn_dropout),
         static_cast<double>(model_->table().num_params_for_mfu()) / 1e6));
     say(
         fmt::format("data: {} ({} train / {} val tokens, {}, {}); {} tokens per iteration "
@@ -366,7 +367,7 @@ class TrainingRun {
   KernelPlan choose_kernel_ways() {
     const ModelConfig& m = config_.model;
     const AttentionShape shape{static_cast<int>(config_.batch_size), m.block_size, m.n_embd,
-                               m.n_head, static_cast<float>(m.dropout)};
+                               m.n_head, static_cast<float>(m.attention_dropout())};
     const UnitRates units{peaks_.bf16_dot.flops_per_s, peaks_.fp32_fma.flops_per_s};
     KernelPlan plan;
     AttentionBf16Way saved = AttentionBf16Way::kNative;

@@ -310,6 +310,99 @@ TEST_P(QkCpu, NormAndRotaryMatchTheReferenceOnEveryTarget) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, QkCpu, ::testing::Values(DType::kF32, DType::kBF16));
 
+// The fused pass (qk_norm_rotary_forward / _backward; either half skipped by a null pointer):
+// the ref against the double forward and finite differences; the cpu kernel against the fused ref
+// on every target (float32 and bf16, 1 and 2 threads) and, in float32, bit for bit against the
+// two cpu ops it replaces.
+class QkFused : public ::testing::TestWithParam<std::tuple<DType, bool, bool>> {};
+
+TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
+  const auto [dtype, norm, rotary] = GetParam();
+  const int64_t N = 24;
+  const int T = 8, C = 48, NH = 3, HS = C / NH, pos0 = 5;
+  const double theta = 10000.0;
+  std::vector<float> cos, sin;
+  rotary_tables(T + pos0, HS, theta, cos, sin);
+  const float* cp = rotary ? cos.data() : nullptr;
+  const float* sp = rotary ? sin.data() : nullptr;
+  const auto qkv0 = random_normal(size_t(N) * 3 * C, 1), dout = random_normal(size_t(N) * 3 * C, 2);
+  Lowp want(qkv0, dtype), want_g(dout, dtype);
+  std::vector<float> want_rstd(size_t(N) * 2 * NH, -1.0f);
+  float* want_r = norm ? want_rstd.data() : nullptr;
+  ref::qk_norm_rotary_forward(want.ptr(), want_r, cp, sp, N, T, pos0, C, NH);
+  ref::qk_norm_rotary_backward(want_g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH);
+  if (dtype == DType::kF32) {
+    // The ref against the double forward (rows at positions pos0 + n % T) and its gradient.
+    Vd qkv = to_d(qkv0);
+    auto forward_d = [&] {
+      Vd out = qkv;
+      const int half = HS / 2;
+      for (int64_t n = 0; n < N; ++n) {
+        for (int j = 0; j < 2 * NH; ++j) {
+          double* v = &out[size_t(n) * 3 * C + size_t(j) * HS];
+          if (norm) {
+            double ss = 0;
+            for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
+            for (int i = 0; i < HS; ++i) v[i] /= std::sqrt(ss / HS + 1e-5);
+          }
+          if (rotary) {
+            const int64_t p = pos0 + n % T;
+            for (int i = 0; i < half; ++i) {
+              const double c = cos[p * half + i], s = sin[p * half + i], a = v[i], b = v[i + half];
+              v[i] = a * c - b * s;
+              v[i + half] = a * s + b * c;
+            }
+          }
+        }
+      }
+      return out;
+    };
+    const Vd y = forward_d();
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(want.values()[i], y[i], 1e-6) << i;
+    check_grad(
+        qkv, [&] { return dot(forward_d(), dout); }, want_g.values(), "fused dqkv");
+  }
+  const double tol = dtype == DType::kF32 ? 2e-6 : 2 * testing::unit_roundoff(dtype) * 8;
+  for_each_target([&](const std::string& target) {
+    for (int threads : {1, 2}) {
+      testing::ScopedOmpThreads omp(threads);
+      Lowp y(qkv0, dtype), g(dout, dtype);
+      std::vector<float> rstd(want_rstd.size(), -1.0f);
+      float* r = norm ? rstd.data() : nullptr;
+      cpu::qk_norm_rotary_forward(y.ptr(), r, cp, sp, N, T, pos0, C, NH);
+      cpu::qk_norm_rotary_backward(g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH);
+      expect_within(rstd, want_rstd, 1e-5, target + " rstd");
+      expect_within(y.values(), want.values(), tol, target + " forward");
+      expect_within(g.values(), want_g.values(), tol * 4, target + " backward");
+      if (dtype != DType::kF32) continue;
+      // float32: the same bits as the two ops one after the other.
+      std::vector<float> y2 = qkv0, g2 = dout, rstd2(want_rstd.size(), -1.0f);
+      if (norm) cpu::qk_rmsnorm_forward(TypedPtr(y2.data()), rstd2.data(), N, C, NH);
+      if (rotary) cpu::rotary_forward(TypedPtr(y2.data()), cp, sp, N, T, pos0, C, NH);
+      if (norm) {
+        cpu::qk_rmsnorm_backward(TypedPtr(g2.data()), ConstTypedPtr(want.values().data()),
+                                 want_rstd.data(), N, C, NH);
+      }
+      if (rotary) cpu::rotary_backward(TypedPtr(g2.data()), cp, sp, N, T, pos0, C, NH);
+      EXPECT_EQ(y.values(), y2) << target << " forward bits";
+      EXPECT_EQ(g.values(), g2) << target << " backward bits";
+      EXPECT_EQ(rstd, rstd2) << target << " rstd bits";
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(DtypesNormRotary, QkFused,
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16),
+                                            ::testing::Bool(), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == DType::kF32 ? "f32"
+                                                                                     : "bf16") +
+                                  (std::get<1>(info.param) ? "_norm" : "") +
+                                  (std::get<2>(info.param) ? "_rotary" : "") +
+                                  (!std::get<1>(info.param) && !std::get<2>(info.param) ? "_neither"
+                                                                                        : "");
+                         });
+
 TEST(ArchOpsCpu, SoftcapMatchesTheReferenceOnEveryTarget) {
   const int64_t N = 19;
   const int V = 67, Vp = 128;

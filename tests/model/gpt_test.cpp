@@ -218,6 +218,44 @@ TEST(GptDropout, ChangesTrainingLossNotEvalLoss) {
   EXPECT_NE(train_a, train_b);
 }
 
+// attn_dropout: the attention weights' dropout apart from the embeddings' and residual paths'.
+// -1 (the default) is dropout's own value, the same masks bit for bit; 0 with dropout > 0 and
+// > 0 with dropout 0 each give a third training loss; evaluation ignores both.
+TEST(GptDropout, AttentionDropoutApartFromTheOthers) {
+  KernelContext ctx;
+  const int B = 2, T = 16;
+  const std::vector<int> x = random_tokens(B * T, 67, 3), y = random_tokens(B * T, 67, 4);
+  auto losses = [&](double dropout, double attn_dropout) {
+    ModelConfig c = tiny_config(true, dropout);
+    c.attn_dropout = attn_dropout;
+    c.validate();
+    GPT model(c);
+    randomize(model, 11);
+    const float train = model.forward(ctx, x.data(), y.data(), B, T, true, 5);
+    const float eval = model.forward(ctx, x.data(), y.data(), B, T, false, 5);
+    return std::pair{train, eval};
+  };
+  const auto [plain, eval_plain] = losses(0.0, -1.0);
+  const auto [both, eval_both] = losses(0.2, -1.0);
+  const auto [both_named, eval_named] = losses(0.2, 0.2);
+  const auto [residual_only, eval_residual] = losses(0.2, 0.0);
+  const auto [attention_only, eval_attention] = losses(0.0, 0.2);
+  EXPECT_EQ(both, both_named) << "attn_dropout -1 is dropout's value";
+  EXPECT_GT(std::fabs(residual_only - both), 1e-4) << "no masks on the attention weights";
+  EXPECT_GT(std::fabs(residual_only - plain), 1e-4) << "residual masks kept";
+  EXPECT_GT(std::fabs(attention_only - plain), 1e-4) << "attention masks alone";
+  EXPECT_GT(std::fabs(attention_only - both), 1e-4);
+  for (float e : {eval_both, eval_named, eval_residual, eval_attention}) EXPECT_EQ(e, eval_plain);
+  ModelConfig bad = tiny_config(true, 0.1);
+  bad.attn_dropout = 1.0;
+  try {
+    bad.validate();
+    ADD_FAILURE() << "attn_dropout = 1 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attn_dropout = 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GptBackward, MatchesFiniteDifferenceForDropoutBiasAndGeluVariants) {
   KernelContext ctx;
   const int B = 2, T = 16;
@@ -226,17 +264,21 @@ TEST(GptBackward, MatchesFiniteDifferenceForDropoutBiasAndGeluVariants) {
     bool bias;
     double dropout;
     const char* gelu;
+    double attn_dropout = -1.0;
   };
-  for (const Case& k : {Case{true, 0.0, "tanh"}, Case{true, 0.3, "tanh"}, Case{false, 0.3, "tanh"},
-                        Case{true, 0.0, "exact"}}) {
+  for (const Case& k :
+       {Case{true, 0.0, "tanh"}, Case{true, 0.3, "tanh"}, Case{false, 0.3, "tanh"},
+        Case{true, 0.0, "exact"}, Case{true, 0.3, "tanh", 0.0}, Case{true, 0.0, "tanh", 0.3}}) {
     ModelConfig c = tiny_config(k.bias, k.dropout);
     c.gelu = k.gelu;
+    c.attn_dropout = k.attn_dropout;
     GPT model(c);
     randomize(model, 12);
     const double err = directional_derivative_error(model, ctx, x, y, B, T, 99);
     // float32 loss (~4, rounding ~1e-6) over 2h = 0.02 plus O(h^2) curvature: ~5e-4 relative.
     // A dropout-mask mismatch between forward and backward gives ~0.3.
-    const std::string what = fmt::format("bias {} dropout {} gelu {}", k.bias, k.dropout, k.gelu);
+    const std::string what = fmt::format("bias {} dropout {} gelu {} attn_dropout {}", k.bias,
+                                         k.dropout, k.gelu, k.attn_dropout);
     EXPECT_LT(err, 5e-3) << what;
     RecordProperty("fd_rel_err " + what, fmt::format("{:.3g}", err));
   }

@@ -1,8 +1,8 @@
-// Fast ops of the architecture options (ops_arch.h): QK-norm and rotary embeddings, in place on
-// qkv's Q and K head vectors, parallel over rows, each head vector widened to float (16-bit
-// dtypes), computed and rounded once; and the logit soft-cap, also fused into the cross-entropy's
-// backward. Compiled for every CPU target (Highway's foreach_target.h; the loops vectorized by the
-// compiler for each) and dispatched at run time.
+// Fast ops of the architecture options (ops_arch.h): QK-norm and rotary embeddings (apart, or fused
+// in one pass), in place on qkv's Q and K head vectors, parallel over rows, each head vector
+// widened to float (16-bit dtypes), computed and rounded once; and the logit soft-cap, also fused
+// into the cross-entropy's backward. Compiled for every CPU target (Highway's foreach_target.h; the
+// loops vectorized by the compiler for each) and dispatched at run time.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/arch.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -46,21 +46,49 @@ void for_each_qk_head(TypedPtr qkv, int64_t N, int C, int NH, Fn fn) {
   }
 }
 
-void rotate(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0, int C,
-            int NH, float sign) {
-  const int HS = C / NH, half = HS / 2;
+void check_rotary_head_size(int C, int NH) {
+  const int HS = C / NH;
   CHECK(HS % 2 == 0, "rotary embeddings need an even head size; got {} (n_embd {} / n_head {})",
         HS, C, NH);
-  for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int) {
-    const int64_t p = pos0 + n % T;
-    const float* c = cos + p * half;  // (half)
-    const float* s = sin + p * half;  // (half)
+}
+
+// v (HS) turned by sign * the angles of position p (cos, sin: (max_T, HS/2) tables).
+[[gnu::always_inline]] inline void rotate_vector(float* v, int HS, const float* cos,
+                                                 const float* sin, int64_t p, float sign) {
+  const int half = HS / 2;
+  const float* c = cos + p * half;  // (half)
+  const float* s = sin + p * half;  // (half)
 #pragma omp simd
-    for (int i = 0; i < half; ++i) {
-      const float a = v[i], b = v[i + half], si = sign * s[i];
-      v[i] = a * c[i] - b * si;
-      v[i + half] = a * si + b * c[i];
-    }
+  for (int i = 0; i < half; ++i) {
+    const float a = v[i], b = v[i + half], si = sign * s[i];
+    v[i] = a * c[i] - b * si;
+    v[i + half] = a * si + b * c[i];
+  }
+}
+
+// v (HS) = v * r, r = 1 / sqrt(mean(v^2) + 1e-5), returned.
+[[gnu::always_inline]] inline float rms_normalize(float* v, int HS) {
+  const float ss = row_reduce::dot(v, v, HS);
+  const float r = 1.0f / std::sqrt(ss / HS + 1e-5f);
+#pragma omp simd
+  for (int i = 0; i < HS; ++i) v[i] *= r;
+  return r;
+}
+
+// g (HS) = r * (g - y * mean(g * y)): QK-norm's backward for one head vector.
+[[gnu::always_inline]] inline void rms_normalize_backward(float* g, const float* y, float r,
+                                                          int HS) {
+  const float gy = row_reduce::dot(g, y, HS) / HS;
+#pragma omp simd
+  for (int i = 0; i < HS; ++i) g[i] = r * (g[i] - y[i] * gy);
+}
+
+void rotate(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0, int C,
+            int NH, float sign) {
+  check_rotary_head_size(C, NH);
+  const int HS = C / NH;
+  for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int) {
+    rotate_vector(v, HS, cos, sin, pos0 + n % T, sign);
   });
 }
 
@@ -72,11 +100,7 @@ void rotate(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, 
 void QkRmsnormForward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
   const int HS = C / NH;
   for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int j) {
-    const float ss = row_reduce::dot(v, v, HS);
-    const float r = 1.0f / std::sqrt(ss / HS + 1e-5f);
-#pragma omp simd
-    for (int i = 0; i < HS; ++i) v[i] *= r;
-    rstd[n * 2 * NH + j] = r;
+    rstd[n * 2 * NH + j] = rms_normalize(v, HS);
   });
 }
 
@@ -94,12 +118,44 @@ void QkRmsnormBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int6
       if (!qkv.f32()) WidenSpan(ybuf.data(), qkv.at(o), 2 * C);
       if (!dqkv.f32()) WidenSpan(g, dqkv.at(o), 2 * C);
       for (int j = 0; j < 2 * NH; ++j) {
-        const float* yj = y + static_cast<int64_t>(j) * HS;
+        rms_normalize_backward(g + static_cast<int64_t>(j) * HS, y + static_cast<int64_t>(j) * HS,
+                               rstd[n * 2 * NH + j], HS);
+      }
+      if (!dqkv.f32()) NarrowSpan(dqkv.at(o), g, 2 * C);
+    }
+  }
+}
+
+void QkNormRotaryForward(TypedPtr qkv, float* rstd, const float* cos, const float* sin, int64_t N,
+                         int T, int pos0, int C, int NH) {
+  if (cos != nullptr) check_rotary_head_size(C, NH);
+  const int HS = C / NH;
+  for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int j) {
+    if (rstd != nullptr) rstd[n * 2 * NH + j] = rms_normalize(v, HS);
+    if (cos != nullptr) rotate_vector(v, HS, cos, sin, pos0 + n % T, 1.0f);
+  });
+}
+
+void QkNormRotaryBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
+                          const float* sin, int64_t N, int T, int pos0, int C, int NH) {
+  if (cos != nullptr) check_rotary_head_size(C, NH);
+  const int HS = C / NH;
+#pragma omp parallel if (worth_parallel(4 * N * C))
+  {
+    std::vector<float> ybuf(static_cast<size_t>(2 * C)), gbuf(static_cast<size_t>(2 * C));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t o = n * 3 * C;
+      const float* y = qkv.f32() ? qkv.f32() + o : ybuf.data();  // (2C) the forward's output
+      float* g = dqkv.f32() ? dqkv.f32() + o : gbuf.data();      // (2C) its gradient
+      if (rstd != nullptr && !qkv.f32()) WidenSpan(ybuf.data(), qkv.at(o), 2 * C);
+      if (!dqkv.f32()) WidenSpan(g, dqkv.at(o), 2 * C);
+      for (int j = 0; j < 2 * NH; ++j) {
         float* gj = g + static_cast<int64_t>(j) * HS;
-        const float gy = row_reduce::dot(gj, yj, HS) / HS;
-        const float r = rstd[n * 2 * NH + j];
-#pragma omp simd
-        for (int i = 0; i < HS; ++i) gj[i] = r * (gj[i] - yj[i] * gy);
+        if (rstd != nullptr) {
+          rms_normalize_backward(gj, y + static_cast<int64_t>(j) * HS, rstd[n * 2 * NH + j], HS);
+        }
+        if (cos != nullptr) rotate_vector(gj, HS, cos, sin, pos0 + n % T, -1.0f);
       }
       if (!dqkv.f32()) NarrowSpan(dqkv.at(o), g, 2 * C);
     }
@@ -154,6 +210,8 @@ HWY_EXPORT(QkRmsnormForward);
 HWY_EXPORT(QkRmsnormBackward);
 HWY_EXPORT(RotaryForward);
 HWY_EXPORT(RotaryBackward);
+HWY_EXPORT(QkNormRotaryForward);
+HWY_EXPORT(QkNormRotaryBackward);
 HWY_EXPORT(SoftcapForward);
 HWY_EXPORT(CrossentropySoftcapForwardBackward);
 
@@ -171,6 +229,14 @@ void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N,
 void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
                      int C, int NH) {
   HWY_DYNAMIC_DISPATCH(RotaryBackward)(dqkv, cos, sin, N, T, pos0, C, NH);
+}
+void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,
+                            int64_t N, int T, int pos0, int C, int NH) {
+  HWY_DYNAMIC_DISPATCH(QkNormRotaryForward)(qkv, rstd, cos, sin, N, T, pos0, C, NH);
+}
+void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
+                             const float* sin, int64_t N, int T, int pos0, int C, int NH) {
+  HWY_DYNAMIC_DISPATCH(QkNormRotaryBackward)(dqkv, qkv, rstd, cos, sin, N, T, pos0, C, NH);
 }
 void softcap_forward(float* z, int64_t N, float cap) {
   HWY_DYNAMIC_DISPATCH(SoftcapForward)(z, N, cap);

@@ -1,5 +1,6 @@
-// Reference ops of the architecture options (ops_arch.h): QK-norm, rotary embeddings, logit
-// soft-cap, in double per element or head vector, each output rounded once to its dtype.
+// Reference ops of the architecture options (ops_arch.h): QK-norm, rotary embeddings (apart and
+// fused in one pass), logit soft-cap, in double per element or head vector, each output rounded
+// once to its dtype.
 #include <cmath>
 #include <vector>
 
@@ -96,6 +97,66 @@ void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N,
 void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
                      int C, int NH) {
   rotate(dqkv, cos, sin, N, T, pos0, C, NH, -1.0);
+}
+
+void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,
+                            int64_t N, int T, int pos0, int C, int NH) {
+  const int HS = C / NH, half = HS / 2;
+  CHECK(cos == nullptr || HS % 2 == 0,
+        "rotary embeddings need an even head size; got {} (n_embd {} / n_head {})", HS, C, NH);
+  std::vector<double> v(static_cast<size_t>(HS));
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t p = pos0 + n % T;
+    for (int j = 0; j < 2 * NH; ++j) {
+      const int64_t o = head_at(n, j, C, HS);
+      for (int i = 0; i < HS; ++i) v[i] = load(qkv, o + i);
+      if (rstd != nullptr) {
+        double ss = 0;
+        for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
+        const double r = 1.0 / std::sqrt(ss / HS + 1e-5);
+        for (int i = 0; i < HS; ++i) v[i] *= r;
+        rstd[n * 2 * NH + j] = static_cast<float>(r);
+      }
+      if (cos != nullptr) {
+        for (int i = 0; i < half; ++i) {
+          const double c = cos[p * half + i], s = sin[p * half + i], a = v[i], b = v[i + half];
+          v[i] = a * c - b * s;
+          v[i + half] = a * s + b * c;
+        }
+      }
+      for (int i = 0; i < HS; ++i) store(qkv, o + i, v[i]);
+    }
+  }
+}
+
+void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
+                             const float* sin, int64_t N, int T, int pos0, int C, int NH) {
+  const int HS = C / NH, half = HS / 2;
+  CHECK(cos == nullptr || HS % 2 == 0,
+        "rotary embeddings need an even head size; got {} (n_embd {} / n_head {})", HS, C, NH);
+  std::vector<double> g(static_cast<size_t>(HS));
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t p = pos0 + n % T;
+    for (int j = 0; j < 2 * NH; ++j) {
+      const int64_t o = head_at(n, j, C, HS);
+      for (int i = 0; i < HS; ++i) g[i] = load(dqkv, o + i);
+      if (rstd != nullptr) {
+        const double r = rstd[n * 2 * NH + j];
+        double gy = 0;
+        for (int i = 0; i < HS; ++i) gy += g[i] * load(qkv, o + i);
+        gy /= HS;
+        for (int i = 0; i < HS; ++i) g[i] = r * (g[i] - load(qkv, o + i) * gy);
+      }
+      if (cos != nullptr) {
+        for (int i = 0; i < half; ++i) {
+          const double c = cos[p * half + i], s = -sin[p * half + i], a = g[i], b = g[i + half];
+          g[i] = a * c - b * s;
+          g[i + half] = a * s + b * c;
+        }
+      }
+      for (int i = 0; i < HS; ++i) store(dqkv, o + i, g[i]);
+    }
+  }
 }
 
 void softcap_forward(float* z, int64_t N, float cap) {
