@@ -54,6 +54,9 @@ ablations() {
   if grep -q '^context_warmup_iters *= *[1-9]' "$1"; then
     echo "no_context_warmup --context_warmup_iters=0"
   fi
+  if grep -q '^attn_dropout *= *0\(\.0*\)\? *\(#.*\)\?$' "$1"; then
+    echo "attn_dropout_on --attn_dropout=-1"
+  fi
   if grep -q '^unet_skips *= *True' "$1"; then
     echo "no_unet_skips --unet_skips=False"
   fi

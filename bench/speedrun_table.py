@@ -36,6 +36,7 @@ ABLATION_TEXT = {
     "no_context_warmup": "block_size from the start (sequence-length warmup off)",
     "no_own_rates": "learning_rate for embeddings and head (their own rates off)",
     "no_unet_skips": "a plain stack (U-net skips off)",
+    "attn_dropout_on": "dropout on the attention weights too (attn_dropout = dropout)",
 }
 
 

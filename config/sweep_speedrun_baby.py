@@ -1,6 +1,26 @@
 # The search behind config/speedrun_shakespeare_char.py (the baby-GPT track). Hyperparameters only
 # are chosen by the loss on the whole validation split; nothing trains on it.
 #
+# Issue 33's third step (2026-11-28, seed 1337, AMD EPYC, 2 threads, bf16; `nanogpt train` with
+# these keys on the 4-layer recipe, whole-split losses every 25 from 600; several ran beside builds
+# and tests, so tokens and iterations compare, not wall times):
+#   dropout 0       1.5014 / 1.5054 / 1.5135 at 600 / 625 / 650, rising while the rate was still
+#                   high: overfits (stopped at 650)
+#   attn_dropout 0  dropout 0.1 on embeddings and residual paths only: 1.4905 / 1.4773 / 1.4739 /
+#                   1.4636 at 775 / 800 / 875 / 925, reached at 925 as the recipe did (its own:
+#                   1.4862 / 1.4891 / 1.4780 / 1.4636), with the step ~9% faster. Kept
+#   ... d15         attn_dropout 0 and dropout 0.15: 1.4974 / 1.4862 / 1.4727 at 775 / 850 / 925,
+#                   reached only at 950 (1.4679): behind
+#   muon_ns_steps 4 on the CPU track (4 seeds): 150/160/160/150 against 140/150/160/150 with 5:
+#                   not kept (3 steps: 160 on seed 1337)
+#   muon_weight_decay 0.05 (with attn_dropout 0): reached at 900 (1.4687; 1.4730 / 1.4710 at 850 /
+#                   875, ~0.003-0.006 below attn_dropout 0 alone): a hint, one seed, not kept yet
+#   embedding_learning_rate 1e-2 (with attn_dropout 0; the other AdamW tensors stay at 2e-3):
+#                   1.5057 / 1.4845 / 1.4755 / 1.4666 at 600 / 700 / 775 / 800, reached at 800
+#                   (attn_dropout 0 alone: 925); seed 1338: 1.4796 / 1.4724 / 1.4698 at 775 / 825 /
+#                   875, reached at 875 (the 8cf25c2 recipe on 1338: 850). Kept, measured in
+#                   docs/speedrun.md. Not tried yet: higher embedding rates (modded-nanogpt gives
+#                   its embeddings ~75x the head's), a head rate of its own, a shorter schedule
 # Issue 33's second step (2026-11-27, seed 1337, AMD EPYC, 2 threads, bf16; `nanogpt sweep` of
 # these keys on the recipe of the first step below (6 layers, batch 32, 700 iterations), each run
 # stopping at val <= 1.47 on the whole validation split, checked every 25 from 450. Several ran
