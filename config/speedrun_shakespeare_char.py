@@ -11,8 +11,8 @@
 # against 7.4, docs/speedrun.md), with a 950-iteration warmup-stable-decay schedule (cooldown from
 # 570) that the 3 seeds reached at 850-925. Third step: no dropout on the attention weights
 # (attn_dropout = 0; dropout 0.1 stays on the embeddings and residual paths): the per-score masks
-# were ~9% of the step (~445 -> ~404 ms), and seed 1337 reached at iteration 925 either way (the
-# val losses within ~0.01 of each other from 600 on); and the embedding's AdamW rate 5x the
+# were ~2-4% of the step (~405-413 -> ~397 ms, docs/benchmarks.md), and seed 1337 reached at
+# iteration 925 either way (the val losses within ~0.01 of each other from 600 on); and the embedding's AdamW rate 5x the
 # others' (embedding_learning_rate 1e-2): seed 1337 reached at 800 instead of 925, seed 1338 at 875
 # (the 8cf25c2 recipe: 850). Measured (docs/speedrun.md): 3/3 seeds at 775-875, 6.0 min; but of
 # the 5 held-out seeds one (9001) ended at 1.4711: not yet a recipe every seed reaches. The

@@ -8,7 +8,7 @@
 #                   high: overfits (stopped at 650)
 #   attn_dropout 0  dropout 0.1 on embeddings and residual paths only: 1.4905 / 1.4773 / 1.4739 /
 #                   1.4636 at 775 / 800 / 875 / 925, reached at 925 as the recipe did (its own:
-#                   1.4862 / 1.4891 / 1.4780 / 1.4636), with the step ~9% faster. Kept
+#                   1.4862 / 1.4891 / 1.4780 / 1.4636), with the step ~2-4% faster. Kept
 #   ... d15         attn_dropout 0 and dropout 0.15: 1.4974 / 1.4862 / 1.4727 at 775 / 850 / 925,
 #                   reached only at 950 (1.4679): behind
 #   muon_ns_steps 4 on the CPU track (4 seeds): 150/160/160/150 against 140/150/160/150 with 5:
