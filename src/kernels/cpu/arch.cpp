@@ -104,26 +104,13 @@ void QkRmsnormForward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
   });
 }
 
+void QkNormRotaryBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
+                          const float* sin, int64_t N, int T, int pos0, int C, int NH);
+
+// The fused pass with the rotation skipped (the same floats: rms_normalize_backward per head).
 void QkRmsnormBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,
                        int NH) {
-  const int HS = C / NH;
-#pragma omp parallel if (worth_parallel(4 * N * C))
-  {
-    std::vector<float> ybuf(static_cast<size_t>(2 * C)), gbuf(static_cast<size_t>(2 * C));
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t o = n * 3 * C;
-      const float* y = qkv.f32() ? qkv.f32() + o : ybuf.data();  // (2C) the forward's output
-      float* g = dqkv.f32() ? dqkv.f32() + o : gbuf.data();       // (2C) its gradient
-      if (!qkv.f32()) WidenSpan(ybuf.data(), qkv.at(o), 2 * C);
-      if (!dqkv.f32()) WidenSpan(g, dqkv.at(o), 2 * C);
-      for (int j = 0; j < 2 * NH; ++j) {
-        rms_normalize_backward(g + static_cast<int64_t>(j) * HS, y + static_cast<int64_t>(j) * HS,
-                               rstd[n * 2 * NH + j], HS);
-      }
-      if (!dqkv.f32()) NarrowSpan(dqkv.at(o), g, 2 * C);
-    }
-  }
+  QkNormRotaryBackward(dqkv, qkv, rstd, nullptr, nullptr, N, /*T=*/1, /*pos0=*/0, C, NH);
 }
 
 void QkNormRotaryForward(TypedPtr qkv, float* rstd, const float* cos, const float* sin, int64_t N,
