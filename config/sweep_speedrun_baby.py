@@ -19,8 +19,13 @@
 #                   1.5057 / 1.4845 / 1.4755 / 1.4666 at 600 / 700 / 775 / 800, reached at 800
 #                   (attn_dropout 0 alone: 925); seed 1338: 1.4796 / 1.4724 / 1.4698 at 775 / 825 /
 #                   875, reached at 875 (the 8cf25c2 recipe on 1338: 850). Kept, measured in
-#                   docs/speedrun.md. Not tried yet: higher embedding rates (modded-nanogpt gives
-#                   its embeddings ~75x the head's), a head rate of its own, a shorter schedule
+#                   docs/speedrun.md (3/3 seeds, 6.0 min; held-out 4/5: 9001 ended at 1.4711).
+#   on that recipe (attn_dropout 0, embedding_learning_rate 1e-2), seed 1337, quiet machine:
+#   muon_weight_decay 0.05   1.5042 / 1.4855 / 1.4676 at 700 / 775 / 850: reached at 850 (800
+#                   without): not kept
+#   embedding_learning_rate 2e-2   1.4943 / 1.4841 / 1.4724 / 1.4650 at 700 / 775 / 850 / 900:
+#                   reached at 900: 1e-2 stays
+#   Not tried yet: a head rate of its own, 5e-3 for the embedding, a shorter schedule
 # Issue 33's second step (2026-11-27, seed 1337, AMD EPYC, 2 threads, bf16; `nanogpt sweep` of
 # these keys on the recipe of the first step below (6 layers, batch 32, 700 iterations), each run
 # stopping at val <= 1.47 on the whole validation split, checked every 25 from 450. Several ran
