@@ -148,29 +148,9 @@ class Backend {
     Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * Vp * 2);
     cpu::crossentropy_forward_backward(losses, dlogits, logits, targets, dloss, N, V, Vp);
   }
-  // The architecture options' ops (ops_arch.h): QK-norm and rotary embeddings in place on qkv's
-  // Q and K (charged to attention), the logit soft-cap (charged to the classifier).
-  void qk_rmsnorm_forward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
-    Scope s(profile_, OpClass::kAttention, 3.0 * N * 2 * C, 2.0 * dtype_size(qkv.dtype) * N * 2 * C);
-    cpu::qk_rmsnorm_forward(qkv, rstd, N, C, NH);
-  }
-  void qk_rmsnorm_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,
-                           int NH) {
-    Scope s(profile_, OpClass::kAttention, 5.0 * N * 2 * C, 3.0 * dtype_size(qkv.dtype) * N * 2 * C);
-    cpu::qk_rmsnorm_backward(dqkv, qkv, rstd, N, C, NH);
-  }
-  void rotary_forward(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0,
-                      int C, int NH) {
-    Scope s(profile_, OpClass::kAttention, 3.0 * N * 2 * C, 2.0 * dtype_size(qkv.dtype) * N * 2 * C);
-    cpu::rotary_forward(qkv, cos, sin, N, T, pos0, C, NH);
-  }
-  void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t N, int T,
-                       int pos0, int C, int NH) {
-    Scope s(profile_, OpClass::kAttention, 3.0 * N * 2 * C,
-            2.0 * dtype_size(dqkv.dtype) * N * 2 * C);
-    cpu::rotary_backward(dqkv, cos, sin, N, T, pos0, C, NH);
-  }
-  // QK-norm and rotary in one pass (either skipped: rstd, cos null).
+  // The architecture options' ops (ops_arch.h): QK-norm and rotary embeddings in one pass in place
+  // on qkv's Q and K (either skipped: rstd, cos null; charged to attention), the logit soft-cap
+  // (charged to the classifier).
   void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,
                               int64_t N, int T, int pos0, int C, int NH) {
     Scope s(profile_, OpClass::kAttention, 6.0 * N * 2 * C,
