@@ -21,7 +21,11 @@
 # reached at 975 instead of 875). The cooldown's shape 1-sqrt (the rate falls faster at first)
 # brought seed 1341's reach from 900 to 800 and left 1340's at 875 and both end values where
 # they were, so the schedule now takes 1000 iterations with a 1-sqrt cooldown: margin at the end
-# for the slow seeds, paid for by the earlier reach of the others. The search:
+# for the slow seeds, paid for by the earlier reach of the others. Measured (docs/speedrun.md, a
+# faster VM, peaks 545 / 994 GFLOP/s): 3/3 seeds at 750-825, 4.1 min; held-out 4/5 again: seed
+# 9001 got no lower than 1.4714 (at 1000; 950 linear: 1.4711), its whole-split loss ~0.01 above
+# the other held-out seeds' from 775 on at like training losses (~1.23 at 800): the gap between
+# train and validation, not the schedule's length, is the lever to try next. The search:
 # config/sweep_speedrun_baby.py.
 
 out_dir = 'out-speedrun-char'
