@@ -23,6 +23,12 @@
 #                   1341 1.4753 / 1.4696 / 1.4590 at 750 / 800 / 950, reached at 800 (linear: 900),
 #                   same end. Kept with 1000 iterations (the recipe now): the earlier reach pays
 #                   for the longer schedule's margin. Measured in docs/speedrun.md
+#   on that recipe (1-sqrt, 1000 iterations), the slow search seed 1340: the recipe 1.4698 / 1.4672
+#                   / 1.4607 at 875 / 950 / 1000, reached at 875 (end margin 0.009);
+#                   weight_decay 0.2 (AdamW's, 0.1 in the recipe): 1.4725 / 1.4690 / 1.4637 /
+#                   1.4549 at 800 / 825 / 875 / 1000, reached at 825 -- lower all along, a lead for
+#                   the next step (to check on seeds 1337-1341 before the held-out column);
+#                   dropout 0.12: reached at 875, 1.4566 at 1000: no gain at the reach
 # Issue 33's third step (2026-11-28, seed 1337, AMD EPYC, 2 threads, bf16; `nanogpt train` with
 # these keys on the 4-layer recipe, whole-split losses every 25 from 600; several ran beside builds
 # and tests, so tokens and iterations compare, not wall times):
