@@ -26,8 +26,9 @@
 #   on that recipe (1-sqrt, 1000 iterations), the slow search seed 1340: the recipe 1.4698 / 1.4672
 #                   / 1.4607 at 875 / 950 / 1000, reached at 875 (end margin 0.009);
 #                   weight_decay 0.2 (AdamW's, 0.1 in the recipe): 1.4725 / 1.4690 / 1.4637 /
-#                   1.4549 at 800 / 825 / 875 / 1000, reached at 825 -- lower all along, a lead for
-#                   the next step (to check on seeds 1337-1341 before the held-out column);
+#                   1.4549 at 800 / 825 / 875 / 1000, reached at 825 -- lower all along; but seed
+#                   1341 with it: 1.4813 / 1.4730 / 1.4656 / 1.4612 at 800 / 875 / 925 / 1000,
+#                   reached at 925 (1-sqrt over 950 without it: 800): mixed, not kept;
 #                   dropout 0.12: reached at 875, 1.4566 at 1000: no gain at the reach
 # Issue 33's third step (2026-11-28, seed 1337, AMD EPYC, 2 threads, bf16; `nanogpt train` with
 # these keys on the 4-layer recipe, whole-split losses every 25 from 600; several ran beside builds
