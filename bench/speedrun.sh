@@ -23,6 +23,13 @@
 #        COMMAND_NOTE: the doc's "Command of this bench" text, when several invocations made it
 #        HELDOUT=9001,...,9005: our recipe once more on these seeds, which no search used (the
 #        searches take 1337, 1338, ...), for the records table's held-out column; "" skips it
+#        NANOGPT=build/nanogpt (the binary)  TEXT=../shared/data/tinyshakespeare.txt (the corpus)
+#        PARALLEL=N (a many-core machine, e.g. the lent GPU machine's 16-core Xeon): every seed's
+#        run at once, N at a time, each pinned by taskset to its own CORES_PER_RUN (default 2)
+#        cores with as many threads, so each is still a two-core run; a seed is then a one-seed
+#        sweep of its own (OUT/<name>/parallel/s<seed>), its run moved into OUT/<name>/runs when
+#        all are done. The runs share the machine's memory bandwidth and caches: the wall times
+#        are those of N runs at once, and docs/speedrun.md says so in the command line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -34,12 +41,20 @@ RECIPES=${RECIPES:-"nanogpt ours"}
 DOC=${DOC:-docs/speedrun.md}
 NANOGPT_BABY_ITERS=${NANOGPT_BABY_ITERS:-300}
 HELDOUT=${HELDOUT-9001,9002,9003,9004,9005}
-BIN=$ROOT/build/nanogpt
+BIN=${NANOGPT:-$ROOT/build/nanogpt}
+TEXT=${TEXT:-$ROOT/../shared/data/tinyshakespeare.txt}
+PARALLEL=${PARALLEL:-0}
+CORES_PER_RUN=${CORES_PER_RUN:-2}
+if [ "$PARALLEL" -gt 0 ] && [ $((PARALLEL * CORES_PER_RUN)) -gt "$(nproc)" ]; then
+  echo "PARALLEL=$PARALLEL runs of CORES_PER_RUN=$CORES_PER_RUN cores need $((PARALLEL * CORES_PER_RUN))" \
+       "cores; this machine has $(nproc): lower PARALLEL" >&2
+  exit 2
+fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 [ -f "$OUT/data/shakespeare_char/train.bin" ] ||
-  "$BIN" prepare --tokenizer=char --input="$ROOT/../shared/data/tinyshakespeare.txt" \
+  "$BIN" prepare --tokenizer=char --input="$TEXT" \
     --out_dir="$OUT/data/shakespeare_char" >/dev/null
 
 # The techniques the ablation turns off, one run set each: name and the keys that undo it. The
@@ -75,17 +90,69 @@ cosine_schedule --lr_schedule=cosine
 LIST
 }
 
+# PARALLEL mode's slots: slot k pins its run to cores k*CORES_PER_RUN.. (slot_pids[k]: its job).
+slot_pids=()
+parallel_names=()
+# in_free_slot <log> <command...>: starts the command in the background in the first free slot
+# (waiting for one), pinned to that slot's cores with as many OpenMP threads.
+in_free_slot() {
+  local log=$1; shift
+  while :; do
+    local k
+    for ((k = 0; k < PARALLEL; k++)); do
+      local pid=${slot_pids[k]:-}
+      if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+        local first=$((k * CORES_PER_RUN))
+        OMP_NUM_THREADS=$CORES_PER_RUN taskset -c "$first-$((first + CORES_PER_RUN - 1))" "$@" \
+          > "$log" 2>&1 &
+        slot_pids[k]=$!
+        echo "   slot $k (cores $first-$((first + CORES_PER_RUN - 1))): $(basename "$log" .log)"
+        return
+      fi
+    done
+    wait -n || true
+  done
+}
+
 # sweep <track> <recipe> <base config> <target> [keys for nanoGPT's runs] [seeds] [name]: writes
 # the sweep file and runs it (seeds: a count from 1337 or a quoted list; name: the sweep's folder,
-# <track>-<recipe> by default).
+# <track>-<recipe> by default). PARALLEL mode: one one-seed sweep per seed, started in free slots.
 sweep() {
   local track=$1 recipe=$2 base=$3 target=$4 nanogpt_keys=${5:-} seeds=${6:-$SEEDS}
   local name=${7:-$track-$recipe}
+  if [ "$PARALLEL" -gt 0 ]; then
+    local list seed
+    if [[ $seeds =~ ^[0-9]+$ ]]; then list=$(seq 1337 $((1337 + seeds - 1))); else list=${seeds//[\',]/ }; fi
+    echo "== $track / $recipe: seeds $(echo $list) at once, $CORES_PER_RUN cores each"
+    for seed in $list; do
+      write_sweep_file "$track" "$recipe" "$base" "$target" "$nanogpt_keys" "'$seed'" "$name" \
+        "$OUT/$name/parallel/s$seed" > "$OUT/$name.s$seed.py"
+      in_free_slot "$OUT/$name.s$seed.log" bash -c \
+        'cd "$1" && "$2" sweep "$3" --progress=lines' _ "$OUT" "$BIN" "$OUT/$name.s$seed.py"
+    done
+    parallel_names+=("$name")
+    return
+  fi
   local file=$OUT/$name.py
+  write_sweep_file "$track" "$recipe" "$base" "$target" "$nanogpt_keys" "$seeds" "$name" \
+    "$OUT/$name" > "$file"
+  echo "== $track / $recipe: $file"
+  (cd "$OUT" && "$BIN" sweep "$file" --progress=lines)
+  measured_with "$name"
+}
+
+# what measured a sweep, for the records table (a later bench of another track keeps this one's row)
+measured_with() {
+  printf '%s\n%s\n' "$("$BIN" --version | head -1)" "$(date -u +%F)" > "$OUT/$1/measured_with.txt"
+}
+
+# write_sweep_file <track> <recipe> <base> <target> <nanoGPT keys> <seeds> <name> <out_dir>
+write_sweep_file() {
+  local track=$1 recipe=$2 base=$3 target=$4 nanogpt_keys=$5 seeds=$6 name=$7 out_dir=$8
   {
     echo "# written by bench/speedrun.sh: the $track track's $recipe recipe, seeds $seeds"
     echo "base = '$ROOT/$base'"
-    echo "out_dir = '$OUT/$name'"
+    echo "out_dir = '$out_dir'"
     echo "seeds = $seeds"
     echo "stop_at_target = True"
     echo "always_save_checkpoint = False"
@@ -100,11 +167,7 @@ sweep() {
       ablations "$ROOT/$base" | while read -r name keys; do echo "model_$name = '$keys'"; done
     fi
     echo "optim_default = ''"
-  } > "$file"
-  echo "== $track / $recipe: $file"
-  (cd "$OUT" && "$BIN" sweep "$file" --progress=lines)
-  # what measured it, for the records table (a later bench of another track keeps this one's row)
-  printf '%s\n%s\n' "$("$BIN" --version | head -1)" "$(date -u +%F)" > "$OUT/$name/measured_with.txt"
+  }
 }
 
 for track in $TRACKS; do
@@ -125,6 +188,22 @@ for track in $TRACKS; do
   fi
 done
 
+# PARALLEL mode: every run done, each sweep's runs gathered where the table reads them
+parallel_note=""
+if [ "$PARALLEL" -gt 0 ]; then
+  parallel_note=" PARALLEL=$PARALLEL: that many runs at once, each pinned to its own $CORES_PER_RUN cores"
+  echo "== waiting for the runs"
+  wait || true
+  for name in "${parallel_names[@]}"; do
+    mkdir -p "$OUT/$name/runs"
+    for run in "$OUT/$name"/parallel/s*/runs/*; do
+      [ -d "$run" ] || continue
+      rm -rf "$OUT/$name/runs/$(basename "$run")"; mv "$run" "$OUT/$name/runs/"
+    done
+    measured_with "$name"
+  done
+fi
+
 python3 bench/speedrun_table.py "$OUT" "$DOC" "$("$BIN" --version | head -1)" \
-  "${COMMAND_NOTE:-bash bench/speedrun.sh \"$TRACKS\" (SEEDS=$SEEDS ABLATION=$ABLATION RECIPES=\"$RECIPES\" HELDOUT=$HELDOUT)}"
+  "${COMMAND_NOTE:-bash bench/speedrun.sh \"$TRACKS\" (SEEDS=$SEEDS ABLATION=$ABLATION RECIPES=\"$RECIPES\" HELDOUT=$HELDOUT$parallel_note)}"
 echo "wrote $DOC"

@@ -126,10 +126,15 @@ def machine_cell(compute):
     cpu = re.search(r"(\d+) threads on ([^,]+), kernels for (\S+)", compute)
     fp32 = re.search(r"(\d+) GFLOP/s fp32 FMA", compute)
     bf16 = re.search(r"(\d+) GFLOP/s bf16 dot", compute)
+    matmul = re.search(r"(\d+) GFLOP/s bfloat16 matmul \(oneDNN\)", compute)
+    amx = "amx" in compute.lower()
     if not cpu:
         return compute
-    cell = f"{cpu.group(2)}, {cpu.group(1)} threads, {cpu.group(3)}"
-    if fp32 and bf16:
+    cell = f"{cpu.group(2)}, {cpu.group(1)} threads, {cpu.group(3)}{' (AMX)' if amx else ''}"
+    if fp32 and bf16 and matmul and amx:  # the bf16 matmuls on AMX: far above the dot products
+        cell += (f"; peaks {fp32.group(1)} / {bf16.group(1)} / {matmul.group(1)} GFLOP/s fp32 / "
+                 "bf16 dot products / bf16 matmul (oneDNN, AMX)")
+    elif fp32 and bf16:
         cell += f"; peaks {fp32.group(1)} / {bf16.group(1)} GFLOP/s fp32 / bf16"
     return cell
 
@@ -152,8 +157,9 @@ def commit_of(version):
 
 def earlier_records(doc, regenerated):
     """The records table's rows in the doc being rewritten that this run does not regenerate
-    (regenerated: {(commit, track, recipe cell)}): the table is the recipes' history. A row from
-    before the machine column gets the machine of its doc's `Machine:` line."""
+    (regenerated: {(commit, track, recipe cell, machine cell)}): the table is the recipes' history,
+    on every machine measured (a row of another machine stays). A row from before the machine
+    column gets the machine of its doc's `Machine:` line."""
     if not os.path.exists(doc):
         return []
     rows, in_records, machine = [], False, ""
@@ -164,8 +170,10 @@ def earlier_records(doc, regenerated):
             if line.startswith("## "):
                 in_records = line.strip() == "## Records"
             cells = line.split("|")
+            row_machine = cells[13].strip() if len(cells) > 14 else machine
             if in_records and len(cells) > 6 and re.fullmatch(r" [0-9a-f]{7,40}(-dirty)? ", cells[2]) \
-                    and (cells[2].strip(), cells[3].strip(), cells[5].strip()) not in regenerated:
+                    and (cells[2].strip(), cells[3].strip(), cells[5].strip(),
+                         row_machine) not in regenerated:
                 row = line.rstrip("\n")
                 if len(cells) == 14:  # 12 columns: no machine column yet
                     row += f" {machine} |"
@@ -276,10 +284,11 @@ def main():
                 if len(ran_iters) == 1 and None not in ran_iters and full_iters and \
                         min(ran_iters) < full_iters:  # stopped early (the baby track's nanoGPT)
                     recipe_cell = f"{name} (`{cfg}`, its first {min(ran_iters)} of {full_iters} iterations)"
-                regenerated.add((run_commit, title, recipe_cell))
+                machine = machine_cell(compute_line(sweep_dir))
+                regenerated.add((run_commit, title, recipe_cell, machine))
                 lines.append(f"| {date} | {run_commit} | {title} | ≤ {target} | {recipe_cell} | "
                              f"{k} | {wall} | {goal} | {tok} | {ev} | {it} | {best} | "
-                             f"{machine_cell(compute_line(sweep_dir))} | "
+                             f"{machine} | "
                              f"{heldout_cell(out_dir, track) if recipe == 'ours' else '—'} |")
             if recipe == "ours":
                 _, recipe_commit = measured_with(sweep_dir, today, commit)

@@ -23,7 +23,10 @@
 # PARTS (default "tests w2 cpu gpt2 noepilogue profile nanogpt"; a rerun can leave some out; more:
 # "amx" the CPU bench meanwhile, AMX_TIMEOUT seconds at most, default 450 (the first AMX run needed
 # ~420: every part but the last profile); "naive" the naive attention; "mma", "mmaprofile" the mma
-# flash kernels by name, as the default runs them).
+# flash kernels by name, as the default runs them; "speedrun" issue 33's speedrun on the machine's
+# CPU, every seed at once on two cores each (SPEEDRUN_TRACKS, default "cpu baby"; SPEEDRUN_SEEDS,
+# default 3; SPEEDRUN_RECIPES, default ours; SPEEDRUN_TIMEOUT s, default 500), in a call of its
+# own: its runs' logs come back in $OUT/speedrun_runs.tar.xz, for bench/speedrun_table.py here).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/gpu_bundle
@@ -60,9 +63,15 @@ prepare() {
   # nanoGPT's own source (model.py, train.py, configurator.py, config/, data/).
   # shellcheck source=../bench/nanogpt_py_src.sh
   source "$ROOT/bench/nanogpt_py_src.sh"
-  local rev; rev=$(prepare_nanogpt_py "$BUNDLE/nanogpt_py")
-  echo "$rev" > "$BUNDLE/nanogpt_py/REVISION"
-  rm -rf "$BUNDLE/nanogpt_py/assets" "$BUNDLE/nanogpt_py/"*.ipynb
+  # (without it the bundle serves every part but nanogpt, which then says it is skipped)
+  local rev
+  if rev=$(prepare_nanogpt_py "$BUNDLE/nanogpt_py"); then
+    echo "$rev" > "$BUNDLE/nanogpt_py/REVISION"
+    rm -rf "$BUNDLE/nanogpt_py/assets" "$BUNDLE/nanogpt_py/"*.ipynb
+  else
+    rm -rf "$BUNDLE/nanogpt_py"
+    echo "warning: no nanoGPT source in the bundle: the run's part nanogpt will be skipped" >&2
+  fi
   du -sh "$BUNDLE"; ls -la "$BUNDLE"
 }
 
@@ -126,6 +135,21 @@ run() {
       amx_pid=$!
       taskset -pc "0-$((ncpu - 3))" $$ > /dev/null
     fi
+  fi
+
+  # Issue 33's speedrun on this machine's CPU (an AMX Xeon): its own call, nothing else running;
+  # every seed's run at once, each pinned to its own two cores (bench/speedrun.sh PARALLEL).
+  if want speedrun; then
+    echo "== the speedrun (bench/speedrun.sh \"${SPEEDRUN_TRACKS:-cpu baby}\") on this CPU, $(($(nproc) / 2)) runs at once, 2 cores each"
+    ( cd "$ROOT" && NANOGPT="$NG" TEXT="$BUNDLE/data/input.txt" PARALLEL=$(($(nproc) / 2)) \
+        SEEDS=${SPEEDRUN_SEEDS:-3} RECIPES="${SPEEDRUN_RECIPES:-ours}" ABLATION=0 OUT="$work/speedrun" \
+        DOC="$work/speedrun/speedrun.md" timeout "${SPEEDRUN_TIMEOUT:-500}" \
+        bash bench/speedrun.sh "${SPEEDRUN_TRACKS:-cpu baby}" ) > "$OUT/speedrun.log" 2>&1
+    echo "exit $?"; grep -E '^(==|wrote)' "$OUT/speedrun.log"
+    grep -h -E 'target val loss .* reached|^done:' "$work"/speedrun/*/parallel/s*/runs/*/train.log \
+      2>/dev/null | sed 's/, checkpoint .*//' | sort | uniq | head -40
+    # every run's logs and metrics (no checkpoints) for bench/speedrun_table.py at home
+    (cd "$work" && tar -cJf "$OUT/speedrun_runs.tar.xz" --exclude=ckpt speedrun)
   fi
 
   if want tests; then
@@ -212,7 +236,7 @@ run() {
   sed -n '/^profile over/,$p' "$OUT/gpt2_profile.log"
   fi
 
-  if want nanogpt && [ "$HAVE_TORCH" = 1 ]; then
+  if want nanogpt && [ "$HAVE_TORCH" = 1 ] && [ -d "$BUNDLE/nanogpt_py" ]; then
     local ng=$work/nanogpt_py; cp -r "$BUNDLE/nanogpt_py" "$ng"
     sed -i "s/torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))/torch.amp.GradScaler('cuda', enabled=(dtype == 'float16'))/" "$ng/train.py"
     cp "$data/input.txt" "$ng/data/shakespeare_char/input.txt"
@@ -232,7 +256,7 @@ run() {
       > "$OUT/gpt2_nanogpt.log" 2>&1
     echo "exit $?"; grep -E '^iter (0|1|10|'"$((STEPS-1))"'):|Error' "$OUT/gpt2_nanogpt.log"
   else
-    echo "== nanoGPT skipped (not in PARTS, or no GPU with PyTorch here)"
+    echo "== nanoGPT skipped (not in PARTS, no GPU with PyTorch here, or no nanoGPT source in the bundle)"
   fi
   if [ -n "$amx_pid" ]; then
     echo "== issue 30's CPU bench (waiting for it)"
@@ -242,9 +266,10 @@ run() {
   python3 "$ROOT/scripts/gpu_check_table.py" "$OUT" "$STEPS" | tee "$OUT/gpu_check.md"
   # The device tool returns at most 8 files: every log in one archive, the table and the tests'
   # log beside it.
-  (cd "$OUT" && tar -czf gpu_check_logs.tgz --exclude=gpu_check_logs.tgz ./* &&
+  (cd "$OUT" && tar -czf gpu_check_logs.tgz --exclude=gpu_check_logs.tgz \
+     --exclude=speedrun_runs.tar.xz ./* &&
      find . -maxdepth 1 -type f ! -name gpu_check_logs.tgz ! -name gpu_check.md \
-       ! -name test_cuda.log ! -name run.log ! -name amx_bench.txt -delete)
+       ! -name test_cuda.log ! -name run.log ! -name amx_bench.txt ! -name 'speedrun*' -delete)
 }
 
 case $mode in
