@@ -146,8 +146,10 @@ run() {
         DOC="$work/speedrun/speedrun.md" timeout "${SPEEDRUN_TIMEOUT:-500}" \
         bash bench/speedrun.sh "${SPEEDRUN_TRACKS:-cpu baby}" ) > "$OUT/speedrun.log" 2>&1
     echo "exit $?"; grep -E '^(==|wrote)' "$OUT/speedrun.log"
-    grep -h -E 'target val loss .* reached|^done:' "$work"/speedrun/*/parallel/s*/runs/*/train.log \
-      2>/dev/null | sed 's/, checkpoint .*//' | sort | uniq | head -40
+    grep -h -m1 '^compute:' "$work"/speedrun/*/runs/*/train.log "$work"/speedrun/*/parallel/s*/runs/*/train.log 2>/dev/null | head -1
+    grep -H -E 'target val loss .* reached|^done:' "$work"/speedrun/*/runs/*/train.log \
+      "$work"/speedrun/*/parallel/s*/runs/*/train.log 2>/dev/null |
+      sed -e 's/, checkpoint .*//' -e 's|^.*/speedrun/||' | sort -u | head -60
     # every run's logs and metrics (no checkpoints) for bench/speedrun_table.py at home
     (cd "$work" && tar -cJf "$OUT/speedrun_runs.tar.xz" --exclude=ckpt speedrun)
   fi
