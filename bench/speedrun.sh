@@ -29,7 +29,9 @@
 #        cores with as many threads, so each is still a two-core run; a seed is then a one-seed
 #        sweep of its own (OUT/<name>/parallel/s<seed>), its run moved into OUT/<name>/runs when
 #        all are done. The runs share the machine's memory bandwidth and caches: the wall times
-#        are those of N runs at once, and docs/speedrun.md says so in the command line.
+#        are those of N runs at once, and docs/speedrun.md says so in the command line. A TERM
+#        (`timeout`) stops the runs where they are and still writes the table, which counts a run
+#        cut off before its end as not (yet) reached, saying so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -93,11 +95,18 @@ LIST
 # PARALLEL mode's slots: slot k pins its run to cores k*CORES_PER_RUN.. (slot_pids[k]: its job).
 slot_pids=()
 parallel_names=()
+# A TERM (e.g. `timeout`) in PARALLEL mode stops every run where it is (each sweep stops safely on
+# it) and starts no more; the runs done so far and those cut off are gathered all the same, and
+# the table marks the latter.
+stopping=0
+if [ "$PARALLEL" -gt 0 ]; then
+  trap 'stopping=1; echo "== TERM: stopping the runs where they are"; kill "${slot_pids[@]}" 2>/dev/null || true' TERM
+fi
 # in_free_slot <log> <command...>: starts the command in the background in the first free slot
 # (waiting for one), pinned to that slot's cores with as many OpenMP threads.
 in_free_slot() {
   local log=$1; shift
-  while :; do
+  while [ "$stopping" = 0 ]; do
     local k
     for ((k = 0; k < PARALLEL; k++)); do
       local pid=${slot_pids[k]:-}
@@ -128,7 +137,7 @@ sweep() {
       write_sweep_file "$track" "$recipe" "$base" "$target" "$nanogpt_keys" "'$seed'" "$name" \
         "$OUT/$name/parallel/s$seed" > "$OUT/$name.s$seed.py"
       in_free_slot "$OUT/$name.s$seed.log" bash -c \
-        'cd "$1" && "$2" sweep "$3" --progress=lines' _ "$OUT" "$BIN" "$OUT/$name.s$seed.py"
+        'cd "$1" && exec "$2" sweep "$3" --progress=lines' _ "$OUT" "$BIN" "$OUT/$name.s$seed.py"
     done
     parallel_names+=("$name")
     return
@@ -194,6 +203,7 @@ if [ "$PARALLEL" -gt 0 ]; then
   parallel_note=" PARALLEL=$PARALLEL: that many runs at once, each pinned to its own $CORES_PER_RUN cores"
   echo "== waiting for the runs"
   wait || true
+  wait || true  # (after a TERM: the runs stopping)
   for name in "${parallel_names[@]}"; do
     mkdir -p "$OUT/$name/runs"
     for run in "$OUT/$name"/parallel/s*/runs/*; do

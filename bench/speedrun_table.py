@@ -46,7 +46,7 @@ def run_records(sweep_dir):
     for run in sorted(glob.glob(os.path.join(sweep_dir, "runs", "*"))):
         name = os.path.basename(run)
         model = name.split(".")[0]
-        rec, last_eval_s = None, None
+        rec, last_eval_s, evals = None, None, []
         path = os.path.join(run, "metrics.jsonl")
         if os.path.exists(path):
             with open(path) as f:
@@ -56,11 +56,19 @@ def run_records(sweep_dir):
                         rec = j
                     elif "full_val_loss" in j:
                         last_eval_s = j.get("elapsed_s")
+                        evals.append(j)
+        max_iters = max_iters_in(os.path.join(run, "train.log"))
+        best = min((e["full_val_loss"] for e in evals), default=None)
+        if rec is None and evals:  # killed before its end (a bench's time limit): not reached
+            rec = {"reached": False, "cut_off_iter": evals[-1]["iter"], "best_full_val_loss": best}
+        elif rec is not None and not rec.get("reached") and max_iters and \
+                rec.get("iter", max_iters) < max_iters:  # stopped by a signal before its end
+            rec["cut_off_iter"] = rec["iter"]
         if rec is None:
             continue
         rec["seed"] = name.rsplit(".s", 1)[-1]
         rec["ran_s"] = last_eval_s  # wall time at the run's last whole-split evaluation
-        rec["max_iters"] = max_iters_in(os.path.join(run, "train.log"))
+        rec["max_iters"] = max_iters
         out.setdefault(model, []).append(rec)
     return out
 
@@ -115,25 +123,29 @@ def summary(recs):
         mean_std([t / 1e3 for t in tokens], "{:.0f}K")
     evals = [r["eval_s"] for r in reached]
     iters = [r["target_iter"] for r in reached]
-    best = [r["best_full_val_loss"] for r in recs]
-    return (f"{len(reached)}/{len(recs)}", wall_cell, tokens_cell,
+    best = [r["best_full_val_loss"] for r in recs if r.get("best_full_val_loss") is not None]
+    cut = sorted(r["cut_off_iter"] for r in recs if "cut_off_iter" in r)
+    reached_cell = f"{len(reached)}/{len(recs)}"
+    if cut:  # runs stopped from outside before their end: neither reached nor failed
+        reached_cell += (f" ({len(cut)} cut off by the bench's time limit, at iters "
+                         f"{', '.join(map(str, cut))}, not yet at the target)")
+    return (reached_cell, wall_cell, tokens_cell,
             mean_std(evals, "{:.1f} s"), mean_std(iters, "{:.0f}"), mean_std(best, "{:.4f}"))
 
 
 def machine_cell(compute):
     """The records table's machine column from a run's compute line: CPU, threads, ISA chosen,
-    measured fp32 FMA and bf16 peaks."""
+    measured fp32 FMA and bf16 dot-product peaks, and the bf16 matmul's where the line has it."""
     cpu = re.search(r"(\d+) threads on ([^,]+), kernels for (\S+)", compute)
     fp32 = re.search(r"(\d+) GFLOP/s fp32 FMA", compute)
     bf16 = re.search(r"(\d+) GFLOP/s bf16 dot", compute)
     matmul = re.search(r"(\d+) GFLOP/s bfloat16 matmul \(oneDNN\)", compute)
-    amx = "amx" in compute.lower()
     if not cpu:
         return compute
-    cell = f"{cpu.group(2)}, {cpu.group(1)} threads, {cpu.group(3)}{' (AMX)' if amx else ''}"
-    if fp32 and bf16 and matmul and amx:  # the bf16 matmuls on AMX: far above the dot products
+    cell = f"{cpu.group(2)}, {cpu.group(1)} threads, {cpu.group(3)}"
+    if fp32 and bf16 and matmul:  # (on an AMX CPU the bf16 matmuls run far above the dot products)
         cell += (f"; peaks {fp32.group(1)} / {bf16.group(1)} / {matmul.group(1)} GFLOP/s fp32 / "
-                 "bf16 dot products / bf16 matmul (oneDNN, AMX)")
+                 "bf16 dot products / bf16 matmul (oneDNN)")
     elif fp32 and bf16:
         cell += f"; peaks {fp32.group(1)} / {bf16.group(1)} GFLOP/s fp32 / bf16"
     return cell
