@@ -304,7 +304,9 @@ def main():
                              f"{heldout_cell(out_dir, track) if recipe == 'ours' else '—'} |")
             if recipe == "ours":
                 _, recipe_commit = measured_with(sweep_dir, today, commit)
-                if main_recs:
+                # the recipe's row beside its variants (a run of the recipe alone is a record, and
+                # the records table has it, with its machine)
+                if main_recs and any(model in recs for model in ABLATION_TEXT):
                     ablation_rows.append((recipe_commit, title, "**the recipe (every technique on)**") +
                                          summary(main_recs))
                 for model, text in ABLATION_TEXT.items():
