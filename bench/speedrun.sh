@@ -60,8 +60,17 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
     --out_dir="$OUT/data/shakespeare_char" >/dev/null
 
 # The techniques the ablation turns off, one run set each: name and the keys that undo it. The
-# head's tying is flipped from what the recipe <config> ($1) chose, whichever way that is.
+# head's tying is flipped from what the recipe <config> ($1) chose, whichever way that is. Issue
+# 33's five first (ReLU², RMSNorm, zero init, soft cap, WSD: a sweep runs its variants in order,
+# so an interrupted ablation has those), then the rest.
 ablations() {
+  cat <<'LIST'
+no_relu2 --activation=gelu
+no_rmsnorm --norm=layernorm
+no_zero_init --zero_init_proj=False
+no_softcap --logit_softcap=0
+cosine_schedule --lr_schedule=cosine
+LIST
   if grep -q '^tie_embeddings *= *True' "$1"; then
     echo "untied_head --tie_embeddings=False"
   else
@@ -84,11 +93,6 @@ ablations() {
 no_muon --optimizer=adamw
 no_rotary --position=learned
 no_qk_norm --qk_norm=False
-no_relu2 --activation=gelu
-no_rmsnorm --norm=layernorm
-no_zero_init --zero_init_proj=False
-no_softcap --logit_softcap=0
-cosine_schedule --lr_schedule=cosine
 LIST
 }
 
