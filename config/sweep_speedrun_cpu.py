@@ -13,6 +13,20 @@
 #     ... 140 iterations (warmup 80)                2 of 4 reach it (at 140)
 #     ... 160 iterations                            140 / 150 / 160 / 150, last losses 1.855-1.874:
 #                                                   kept, with the whole-split check from 140
+# Issue 33, 2026-11-28 (AMD EPYC, 2 threads; seeds 1337-1340; the recipe of 4103dfb, each key
+# alone on top of it; whole split every 10 from 110 to the end, 160): iterations to 1.88 per seed,
+#   the recipe                                     140 / 150 / 160 / 150
+#   muon_ns_steps 4                                150 / 160 / 160 / 150 (~2% faster steps)
+#   n_head 2 (head size 64)                        140 / 160 / 160 / 150 (steps ~15% slower)
+#   learning_rate 6e-3                             150 / 150 / 160 / 150
+#   muon_learning_rate 0.025                       140 / 150 / 160 / 150
+#   muon_momentum_warmup_iters 50 (from 0.85)      150 / 150 / 160 / 160
+#   warmup_iters 15                                140 / 160 / 160 / 150
+#   weight_decay 0                                 140 / 160 / 160 / 150
+#   cooldown_fraction 0.5                          150 / 150 / 150 / 150 (losses at 150 within 0.003)
+#   batch 24 x 190 iterations (warmup 110)         180 / 190 / 180 / 190 (more iterations, same step time)
+# None reaches sooner: at ~20 ms a step and ~0.29 s a whole-split evaluation, 3 s needs the
+# target by ~130 iterations with one evaluation, 15% fewer than any of these.
 # Issue 33, later (2026-11-27, seeds 1337-1340, stopping at the target, whole split every 10 from
 # 110; run beside another sweep, so tokens compare, not times): --unet_skips=True (U-net skips,
 # 2 at 4 layers) reached at 160/160/160/160 against the recipe's 140/150/160/150: not kept.
