@@ -85,11 +85,11 @@ def max_iters_in(path):
     return None
 
 
-def compute_line(out_dir):
+def compute_line(out_dir, model="*"):
     """The `compute:` line (CPU, ISA, measured peaks) of the first run log under out_dir (a sweep's
-    folder or the bench's)."""
-    logs = glob.glob(os.path.join(out_dir, "runs", "*", "train.log")) + \
-        glob.glob(os.path.join(out_dir, "*", "runs", "*", "train.log"))
+    folder or the bench's), of the runs of `model` (a sweep's model name) where given."""
+    logs = glob.glob(os.path.join(out_dir, "runs", f"{model}.*", "train.log")) + \
+        glob.glob(os.path.join(out_dir, "*", "runs", f"{model}.*", "train.log"))
     for log in sorted(logs):
         with open(log, errors="replace") as f:
             for line in f:
@@ -151,6 +151,13 @@ def machine_cell(compute):
     return cell
 
 
+def machine_key(cell):
+    """What identifies a machine cell's machine: its CPU, threads and ISA and its fp32 and bf16 dot
+    peaks (a cell that also names the bf16 matmul's peak is the same machine as one that does not)."""
+    peaks = re.search(r"peaks (\d+) / (\d+)", cell)
+    return (cell.split(";")[0].strip(), peaks.groups() if peaks else None)
+
+
 def measured_with(sweep_dir, today, commit):
     """(date, commit) a sweep was run with: its measured_with.txt (bench/speedrun.sh writes the
     binary's --version line and the date there), else today and the current build's commit."""
@@ -185,7 +192,7 @@ def earlier_records(doc, regenerated):
             row_machine = cells[13].strip() if len(cells) > 14 else machine
             if in_records and len(cells) > 6 and re.fullmatch(r" [0-9a-f]{7,40}(-dirty)? ", cells[2]) \
                     and (cells[2].strip(), cells[3].strip(), cells[5].strip(),
-                         row_machine) not in regenerated:
+                         machine_key(row_machine)) not in regenerated:
                 row = line.rstrip("\n")
                 if len(cells) == 14:  # 12 columns: no machine column yet
                     row += f" {machine} |"
@@ -296,8 +303,8 @@ def main():
                 if len(ran_iters) == 1 and None not in ran_iters and full_iters and \
                         min(ran_iters) < full_iters:  # stopped early (the baby track's nanoGPT)
                     recipe_cell = f"{name} (`{cfg}`, its first {min(ran_iters)} of {full_iters} iterations)"
-                machine = machine_cell(compute_line(sweep_dir))
-                regenerated.add((run_commit, title, recipe_cell, machine))
+                machine = machine_cell(compute_line(sweep_dir, recipe))
+                regenerated.add((run_commit, title, recipe_cell, machine_key(machine)))
                 lines.append(f"| {date} | {run_commit} | {title} | ≤ {target} | {recipe_cell} | "
                              f"{k} | {wall} | {goal} | {tok} | {ev} | {it} | {best} | "
                              f"{machine} | "
