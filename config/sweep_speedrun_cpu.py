@@ -25,6 +25,8 @@
 #   weight_decay 0                                 140 / 160 / 160 / 150
 #   cooldown_fraction 0.5                          150 / 150 / 150 / 150 (losses at 150 within 0.003)
 #   batch 24 x 190 iterations (warmup 110)         180 / 190 / 180 / 190 (more iterations, same step time)
+# and on seeds 1341-1344: the recipe 160 / 150 / 160 / 160 (1344 only at the schedule's last
+# check: the margin is thin), cooldown_fraction 0.5 160 / 150 / 150 / 160, 0.6 160 / 150 / 160 / 160.
 # None reaches sooner: at ~20 ms a step and ~0.29 s a whole-split evaluation, 3 s needs the
 # target by ~130 iterations with one evaluation, 15% fewer than any of these.
 # Issue 33, later (2026-11-27, seeds 1337-1340, stopping at the target, whole split every 10 from
