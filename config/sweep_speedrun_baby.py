@@ -106,6 +106,10 @@
 #                   at 475, 11.2 min, 7.8M tokens (1.35 s/step). Kept.
 # Earlier (the 384-wide recipe): a 700-iteration schedule reached at 600 (27.0 min) against 650
 # for 1000 iterations, so the schedule's length alone was not enough.
+#
+# Lead (2026-11-28, the ablation of bench/speedrun.sh on the 4103dfb recipe, seeds 1337-1339):
+# lr_schedule 'cosine' in place of WSD with the 1-sqrt cooldown reached 1.47 at 775/725/750
+# against the recipe's 775/825/750 (725 is the first check). Not yet searched on more seeds.
 
 base = 'speedrun_shakespeare_char.py'
 out_dir = 'out-sweep-speedrun-baby'
