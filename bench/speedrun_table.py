@@ -177,9 +177,8 @@ def commit_of(version):
 def earlier_records(doc, regenerated):
     """The records table's rows in the doc being rewritten that this run does not regenerate
     (regenerated: {(commit, track, recipe cell, machine_key of the machine cell)}): the table is
-    the recipes' history,
-    on every machine measured (a row of another machine stays). A row from before the machine
-    column gets the machine of its doc's `Machine:` line."""
+    the recipes' history on every machine measured (a row of another machine stays). A row from
+    before the machine column gets the machine of its doc's `Machine:` line."""
     if not os.path.exists(doc):
         return []
     rows, in_records, machine = [], False, ""
