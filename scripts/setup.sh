@@ -21,6 +21,7 @@ APT_PACKAGES=(
   openmpi-bin          # mpirun, for `mpirun -np N nanogpt train` and the data-parallel tests
   iproute2             # `ip netns`: the tests' two network-namespace hosts
   chromium             # headless browser: the test that renders report.html and checks its charts
+  python3              # bench/speedrun_table.py (docs/speedrun.md) and the test that checks it
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
