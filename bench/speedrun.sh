@@ -69,8 +69,13 @@ no_relu2 --activation=gelu
 no_rmsnorm --norm=layernorm
 no_zero_init --zero_init_proj=False
 no_softcap --logit_softcap=0
-cosine_schedule --lr_schedule=cosine
 LIST
+  # the schedule: a cosine recipe is ablated with warmup-stable-decay, a WSD recipe with cosine
+  if grep -q "^lr_schedule *= *'cosine'" "$1"; then
+    echo "wsd_schedule --lr_schedule=wsd"
+  else
+    echo "cosine_schedule --lr_schedule=cosine"
+  fi
   if grep -q '^tie_embeddings *= *True' "$1"; then
     echo "untied_head --tie_embeddings=False"
   else

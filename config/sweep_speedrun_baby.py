@@ -1,6 +1,25 @@
 # The search behind config/speedrun_shakespeare_char.py (the baby-GPT track). Hyperparameters only
 # are chosen by the loss on the whole validation split; nothing trains on it.
 #
+# Issue 33's fifth step (2026-11-28, session 11, AMD EPYC fast VM; two runs at once, each one
+# thread pinned to its own core, so iterations compare, not wall times; `nanogpt train` of the
+# 4103dfb recipe (WSD 1-sqrt, 1000 iterations) with these keys and --stop_at_target=False
+# --target_eval_from=700: whole-split losses every 25 to the schedule's end; seeds 1340-1342 are
+# search seeds, the held-out 9001-9005 were not used):
+#   the ablation (3 seeds, stop at target): lr_schedule cosine reached at 775 / 725 / 750 on
+#                   1337-1339 against the recipe's 775 / 825 / 750
+#   lr_schedule cosine (2 threads, one run at a time), seed 1340: reached at 775 (the recipe: 875),
+#                   1.4618 at 875 (1.4698), 1.4575 at 1000 (1.4607); seed 1341: 1.4745 / 1.4722 /
+#                   1.4686 at 775 / 875 / 925, reached at 925 (1-sqrt over 950: 800), 1.4617 at 975
+#                   but 1.4666 at the end: a thin end margin
+#   max_iters 1100 (WSD 1-sqrt, cooldown from 660), seed 1341: reached at 925, 1.4590 at 1100
+#   cosine over 1100, seed 1341: reached at 925, 1.4603 at 1100 (0.006 more margin than 1000);
+#                   seed 1340: reached at 750, 1.4486 at 1100; seed 1342: 1.4701 / 1.4692 / 1.4743
+#                   / 1.4646 at 825 / 850 / 925 / 950, reached at 850, 1.4645 at 1100: the slow
+#                   seeds hover at ~1.465-1.47 from 850 on. Kept (the recipe now), measured in
+#                   docs/speedrun.md
+#   cosine over 1100 with dropout 0.12: seed 1341 reached at 975 (without: 925), 1.4691 at 1100
+#                   (1.4603); seed 1342 at 850 as without, 1.4578 at 1100 (1.4645): mixed, not kept
 # Issue 33's fourth step (2026-11-28, AMD EPYC, 2 threads, bf16, peaks 545 / 994 GFLOP/s fp32 /
 # bf16: a faster VM than the earlier steps', ~0.28-0.29 s per step at context 256 against ~0.40;
 # one run at a time on a quiet machine). `nanogpt train` of the recipe (2d112aa: attn_dropout 0,
