@@ -70,9 +70,10 @@ no_rmsnorm --norm=layernorm
 no_zero_init --zero_init_proj=False
 no_softcap --logit_softcap=0
 LIST
-  # the schedule: a cosine recipe is ablated with warmup-stable-decay, a WSD recipe with cosine
+  # the schedule: a cosine recipe is ablated with warmup-stable-decay (the baby track's WSD before
+  # it: a 40% cooldown of shape 1-sqrt), a WSD recipe with cosine
   if grep -q "^lr_schedule *= *'cosine'" "$1"; then
-    echo "wsd_schedule --lr_schedule=wsd"
+    echo "wsd_schedule --lr_schedule=wsd --cooldown_fraction=0.4 --cooldown=1-sqrt"
   else
     echo "cosine_schedule --lr_schedule=cosine"
   fi

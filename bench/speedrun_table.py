@@ -33,7 +33,7 @@ ABLATION_TEXT = {
     "no_zero_init": "nanoGPT's init of the projections (zero init off)",
     "no_softcap": "plain logits (soft-cap off)",
     "cosine_schedule": "warmup + cosine (warmup-stable-decay off)",
-    "wsd_schedule": "warmup-stable-decay (cosine off)",
+    "wsd_schedule": "warmup-stable-decay, 40% 1-sqrt cooldown (cosine off)",
     "no_context_warmup": "block_size from the start (sequence-length warmup off)",
     "no_own_rates": "learning_rate for embeddings and head (their own rates off)",
     "no_unet_skips": "a plain stack (U-net skips off)",
