@@ -25,17 +25,17 @@
 # faster VM, peaks 545 / 994 GFLOP/s): 3/3 seeds at 750-825, 4.1 min; held-out 4/5 again: seed
 # 9001 got no lower than 1.4714 (at 1000; 950 linear: 1.4711), its whole-split loss ~0.01 above
 # the other held-out seeds' from 775 on at like training losses (~1.23 at 800): the gap between
-# train and validation, not the schedule's length, is the lever to try next. Fifth step (the
-# ablation's lead: warmup + cosine reached 1.47 sooner than WSD on search seeds 1338 and 1340 and
-# no later on 1337 and 1339): a cosine schedule over 1100 iterations. Its rate falls from the
-# start of the run, so the typical seed reaches sooner (over 1000 iterations, seeds 1337-1340 at 775 / 725 / 750 / 775 against
-# WSD's 775 / 825 / 750 / 875; over 1100, 1340 / 1341 / 1342 at 750 / 925 / 850), and the longer
-# schedule keeps the slow seeds' end margin (1341 / 1342 end at 1.4603 / 1.4645; 1341 ended at
-# 1.4666 after a 1000-iteration cosine); the tail seeds hover at ~1.465-1.47 from 850 on whatever
-# the schedule: the model's floor at these tokens is near the target. Measured (docs/speedrun.md,
-# f9ff922, the fast VM, peaks 551 / 1023 GFLOP/s): 3/3 seeds at 725-875, 4.1 min; the 5 held-out
-# seeds all reached it (775-875, 4.4 min), 9001 included (at 875). The search:
-# config/sweep_speedrun_baby.py.
+# train and validation, not the schedule's length, is the lever to try next.
+# Fifth step (the ablation's lead: warmup + cosine reached 1.47 sooner than WSD on search seeds 1338
+# and 1340 and no later on 1337 and 1339): a cosine schedule over 1100 iterations. Its rate falls
+# from the start of the run, so the typical seed reaches sooner (over 1000 iterations, seeds
+# 1337-1340 at 775 / 725 / 750 / 775 against WSD's 775 / 825 / 750 / 875; over 1100, 1340 / 1341 /
+# 1342 at 750 / 925 / 850), and the longer schedule keeps the slow seeds' end margin (1341 / 1342
+# end at 1.4603 / 1.4645; 1341 ended at 1.4666 after a 1000-iteration cosine); the tail seeds hover
+# at ~1.465-1.47 from 850 on whatever the schedule: the model's floor at these tokens is near the
+# target. Measured (docs/speedrun.md, f9ff922, the fast VM, peaks 551 / 1023 GFLOP/s): 3/3 seeds at
+# 725-875, 4.1 min; the 5 held-out seeds all reached it (775-875, 4.4 min), 9001 included (at 875).
+# The search: config/sweep_speedrun_baby.py.
 
 out_dir = 'out-speedrun-char'
 dataset = 'shakespeare_char'
