@@ -61,6 +61,9 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
         dtype_name(dtype));
   CHECK(T <= config.block_size, "block of {} tokens exceeds the model's block_size {}", T,
         config.block_size);
+  CHECK(config.qk_norm_gain == 1.0,
+        "--device=cuda does not run qk_norm_gain != 1 (QK-norm's query gain) yet: use "
+        "--device=cpu for this model");
   CHECK(!config.unet_skips,
         "--device=cuda does not run unet_skips (U-net skips) yet: use --device=cpu for this model");
   const int64_t P = table_.total_numel();

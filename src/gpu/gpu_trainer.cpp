@@ -57,6 +57,9 @@ void check_gpu_training_config(const TrainConfig& c) {
     refuse("embedding_learning_rate / head_learning_rate",
            "leave them at 0 (learning_rate for every tensor), or use --device=cpu for them");
   }
+  if (c.model.qk_norm_gain != 1.0) {
+    refuse("qk_norm_gain (QK-norm's query gain)", "use --qk_norm_gain=1, or --device=cpu for it");
+  }
   if (c.model.unet_skips) {
     refuse("unet_skips (U-net skips)", "use --unet_skips=False, or --device=cpu for them");
   }

@@ -81,6 +81,7 @@ std::string architecture_diff(const ModelConfig& found, const ModelConfig& expec
   cmp("position", found.position, expected.position);
   cmp("rope_theta", found.rope_theta, expected.rope_theta);
   cmp("qk_norm", found.qk_norm, expected.qk_norm);
+  cmp("qk_norm_gain", found.qk_norm_gain, expected.qk_norm_gain);
   cmp("activation", found.activation, expected.activation);
   cmp("tie_embeddings", found.tie_embeddings, expected.tie_embeddings);
   cmp("logit_softcap", found.logit_softcap, expected.logit_softcap);

@@ -152,17 +152,17 @@ class Backend {
   // on qkv's Q and K (either skipped: rstd, cos null; charged to attention), the logit soft-cap
   // (charged to the classifier).
   void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,
-                              int64_t N, int T, int pos0, int C, int NH) {
+                              int64_t N, int T, int pos0, int C, int NH, float q_gain = 1.0f) {
     Scope s(profile_, OpClass::kAttention, 6.0 * N * 2 * C,
             2.0 * dtype_size(qkv.dtype) * N * 2 * C);
-    cpu::qk_norm_rotary_forward(qkv, rstd, cos, sin, N, T, pos0, C, NH);
+    cpu::qk_norm_rotary_forward(qkv, rstd, cos, sin, N, T, pos0, C, NH, q_gain);
   }
   void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd,
                                const float* cos, const float* sin, int64_t N, int T, int pos0,
-                               int C, int NH) {
+                               int C, int NH, float q_gain = 1.0f) {
     Scope s(profile_, OpClass::kAttention, 8.0 * N * 2 * C,
             (rstd ? 3.0 : 2.0) * dtype_size(dqkv.dtype) * N * 2 * C);
-    cpu::qk_norm_rotary_backward(dqkv, qkv, rstd, cos, sin, N, T, pos0, C, NH);
+    cpu::qk_norm_rotary_backward(dqkv, qkv, rstd, cos, sin, N, T, pos0, C, NH, q_gain);
   }
   void softcap_forward(float* z, int64_t N, float cap) {
     Scope s(profile_, OpClass::kClassifier, 0, 4.0 * N * 2);

@@ -39,13 +39,16 @@ namespace nanogpt {
   /* QK-norm then rotary in one pass over Q and K: qk_rmsnorm_forward (skipped when rstd is  */   \
   /* null) then rotary_forward (skipped when cos is null), each head vector rounded once at   */  \
   /* the end (in float32 the same values as the two ops; in 16 bits one rounding fewer).     */   \
+  /* q_gain (with rstd): Q's normalized head vectors times it (v * r * q_gain; K's v * r), so */  \
+  /* the attention logits are q_gain times those of unit-RMS heads (ModelConfig::qk_norm_gain).*/ \
   void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,      \
-                              int64_t N, int T, int pos0, int C, int NH);                         \
+                              int64_t N, int T, int pos0, int C, int NH, float q_gain = 1.0f);    \
   /* Its backward: qk_rmsnorm_backward (rstd null: skipped; qkv the fused forward's output)   */  \
-  /* then rotary_backward (cos null: skipped), in place in dqkv, rounded once.                */  \
+  /* then rotary_backward (cos null: skipped), in place in dqkv, rounded once. With q_gain,   */  \
+  /* Q's heads: g <- q_gain * r * (g - y * mean(g * y) / q_gain^2) (y = q_gain * unit head).  */  \
   void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd,               \
                                const float* cos, const float* sin, int64_t N, int T, int pos0,    \
-                               int C, int NH);                                                    \
+                               int C, int NH, float q_gain = 1.0f);                               \
   /* Logit soft-cap, in place: z (N) = cap * tanh(z / cap), cap > 0.                          */  \
   void softcap_forward(float* z, int64_t N, float cap);                                           \
   /* crossentropy_forward_backward (ops.h) of softcap_forward(logits): losses of the capped   */  \

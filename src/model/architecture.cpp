@@ -17,6 +17,7 @@ Architecture Architecture::of(const ModelConfig& c) {
   a.learned_positions = !a.rotary;
   a.rope_theta = c.rope_theta;
   a.qk_norm = c.qk_norm;
+  a.qk_norm_gain = static_cast<float>(c.qk_norm_gain);
   a.activation = c.mlp_activation();
   a.tied_head = c.tie_embeddings;
   a.zero_init_proj = c.zero_init_proj;

@@ -19,6 +19,7 @@ struct Architecture {
   bool rotary = false;                   // q and k rotated by position (instead of wpe)
   double rope_theta = 10000.0;
   bool qk_norm = false;                  // RMSNorm of each head's q and k (no gain)
+  float qk_norm_gain = 1.0f;             // with qk_norm: normalized q times this (logits x gain)
   MlpActivation activation = MlpActivation::kTanh;
   bool tied_head = true;                 // logits = lnf . wte^T; false: lm_head.weight
   bool zero_init_proj = false;           // attn.c_proj, mlp.c_proj, lm_head start at 0

@@ -71,18 +71,20 @@ GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights master
 void GPT::qk_forward(Backend& ops, TypedPtr qkv, float* rstd, int64_t N, int T, int pos0) {
   if (!arch_.qk_norm && !arch_.rotary) return;
   // One pass over Q and K: QK-norm then rotary, each head vector rounded once.
-  ops.qk_norm_rotary_forward(
-      qkv, arch_.qk_norm ? rstd : nullptr, arch_.rotary ? rotary_.cos.data() : nullptr,
-      arch_.rotary ? rotary_.sin.data() : nullptr, N, T, pos0, config_.n_embd, config_.n_head);
+  ops.qk_norm_rotary_forward(qkv, arch_.qk_norm ? rstd : nullptr,
+                             arch_.rotary ? rotary_.cos.data() : nullptr,
+                             arch_.rotary ? rotary_.sin.data() : nullptr, N, T, pos0,
+                             config_.n_embd, config_.n_head, arch_.qk_norm_gain);
 }
 
 void GPT::qk_backward(Backend& ops, TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N,
                       int T) {
   if (!arch_.qk_norm && !arch_.rotary) return;
   // qkv holds the rotated output: QK-norm's backward runs in that frame first (ops_arch.h).
-  ops.qk_norm_rotary_backward(
-      dqkv, qkv, arch_.qk_norm ? rstd : nullptr, arch_.rotary ? rotary_.cos.data() : nullptr,
-      arch_.rotary ? rotary_.sin.data() : nullptr, N, T, 0, config_.n_embd, config_.n_head);
+  ops.qk_norm_rotary_backward(dqkv, qkv, arch_.qk_norm ? rstd : nullptr,
+                              arch_.rotary ? rotary_.cos.data() : nullptr,
+                              arch_.rotary ? rotary_.sin.data() : nullptr, N, T, 0, config_.n_embd,
+                              config_.n_head, arch_.qk_norm_gain);
 }
 
 void GPT::check_masters_inside(const char* what) const {

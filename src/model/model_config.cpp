@@ -1,6 +1,8 @@
 // ModelConfig validation.
 #include "model/model_config.h"
 
+#include <cmath>
+
 #include "core/check.h"
 
 namespace nanogpt {
@@ -45,6 +47,12 @@ void ModelConfig::validate() const {
         "unet_skips = True needs n_layer >= 2 (the first n_layer / 2 blocks feed the last); got "
         "n_layer = {}",
         n_layer);
+  CHECK(qk_norm_gain > 0.0 && std::isfinite(qk_norm_gain),
+        "qk_norm_gain = {}: expected a gain > 0 (1 = off; e.g. 2)", qk_norm_gain);
+  CHECK(qk_norm || qk_norm_gain == 1.0,
+        "qk_norm_gain = {} needs qk_norm = True (it scales QK-norm's normalized queries): set "
+        "--qk_norm=True, or leave qk_norm_gain at 1",
+        qk_norm_gain);
   CHECK(logit_softcap >= 0.0, "logit_softcap = {}: expected >= 0 (0 = off; e.g. 15 or 30)",
         logit_softcap);
 }

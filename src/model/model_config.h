@@ -1,8 +1,8 @@
 // ModelConfig: the shape of a GPT model (layers, heads, width, context, vocab, bias, dropout, GELU
-// kind) and its architecture options beyond GPT-2 (norm, positions, QK-norm, MLP activation, tied
-// head, zero-initialized projections, logit soft-cap, U-net skips; model/architecture.h reads
-// them). Each key is declared once in visit(); that drives parsing, --help and saving. The defaults
-// are GPT-2.
+// kind) and its architecture options beyond GPT-2 (norm, positions, QK-norm and its query gain,
+// MLP activation, tied head, zero-initialized projections, logit soft-cap, U-net skips;
+// model/architecture.h reads them). Each key is declared once in visit(); that drives parsing,
+// --help and saving. The defaults are GPT-2.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,7 @@ struct ModelConfig {
   std::string position = "learned";
   double rope_theta = 10000.0;
   bool qk_norm = false;
+  double qk_norm_gain = 1.0;
   std::string activation = "gelu";
   bool tie_embeddings = true;
   bool zero_init_proj = false;
@@ -59,6 +60,10 @@ struct ModelConfig {
       "'learned' (GPT-2's position embedding wpe) or 'rotary' (rotary embeddings of q and k, no wpe)");
     v("rope_theta", rope_theta, "position = 'rotary': the base of the rotation frequencies");
     v("qk_norm", qk_norm, "RMSNorm (without gain) of each head's query and key before attention");
+    v("qk_norm_gain", qk_norm_gain,
+      "with qk_norm: the normalized queries times this fixed gain, so the attention logits are "
+      "gain * q.k / sqrt(head_size) of unit-RMS q and k (a sharper softmax than QK-norm alone "
+      "allows; modded-nanogpt's larger attention scale); 1 = off");
     v("activation", activation, "MLP activation: 'gelu' (GPT-2, form per gelu) or 'relu2' (relu(x)^2)");
     v("tie_embeddings", tie_embeddings,
       "the LM head is the token embedding wte (GPT-2); False: a separate lm_head.weight");

@@ -211,6 +211,43 @@ TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) 
   EXPECT_TRUE(fs::exists(dir_ + "/straight/ckpt/model.safetensors"));
 }
 
+// QK-norm's query gain end to end: a run resumes bit-exactly, its checkpoint records the gain
+// (sampling with the KV cache needs no key repeated), resuming with another gain is refused naming
+// the key, and the gain without QK-norm is an error naming both keys. (KV-cache decoding against
+// the full forward: architecture_test.cpp; greedy text is not compared here, as near-ties of an
+// untrained model's logits flip with the last bit.)
+TEST_F(CliTest, QkNormGainResumesSamplesAndIsRefusedElsewhere) {
+  const std::string keys =
+      std::string(kTiny) + " --position=rotary --qk_norm=True --qk_norm_gain=2 --eval_interval=5";
+  RunResult a =
+      run_nanogpt(dir_, "train " + keys + " --max_iters=8 --lr_decay_iters=8 --out_dir=straight");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b1 =
+      run_nanogpt(dir_, "train " + keys + " --max_iters=4 --lr_decay_iters=8 --out_dir=halves");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  RunResult b2 = run_nanogpt(
+      dir_,
+      "train " + keys + " --max_iters=8 --lr_decay_iters=8 --out_dir=halves --init_from=resume");
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_EQ(loss_records(dir_ + "/straight/metrics.jsonl"),
+            loss_records(dir_ + "/halves/metrics.jsonl"));
+  RunResult g = run_nanogpt(dir_,
+                            "sample --out_dir=straight --num_samples=1 --max_new_tokens=20 "
+                            "--temperature=0 --kv_cache=True --start=ROMEO:");
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_NE(g.output.find("ROMEO:"), std::string::npos) << g.output;
+  RunResult other = run_nanogpt(dir_, "train " + keys +
+                                          " --qk_norm_gain=1 --max_iters=10 --out_dir=straight "
+                                          "--init_from=resume");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.output.find("qk_norm_gain"), std::string::npos) << other.output;
+  RunResult bad = run_nanogpt(
+      dir_, "train " + std::string(kTiny) + " --qk_norm_gain=2 --max_iters=2 --out_dir=bad");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("qk_norm_gain = 2 needs qk_norm = True"), std::string::npos)
+      << bad.output;
+}
+
 TEST_F(CliTest, NonFiniteLossStopsAndKeepsTheLastCheckpoint) {
   e2e::expect_non_finite_stop_keeps_checkpoint(
       dir_, std::string(kTiny) + " --eval_interval=4 --out_dir=blowup",

@@ -310,14 +310,14 @@ TEST_P(QkCpu, NormAndRotaryMatchTheReferenceOnEveryTarget) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, QkCpu, ::testing::Values(DType::kF32, DType::kBF16));
 
-// The fused pass (qk_norm_rotary_forward / _backward; either half skipped by a null pointer):
-// the ref against the double forward and finite differences; the cpu kernel against the fused ref
-// on every target (float32 and bf16, 1 and 2 threads) and, in float32, bit for bit against the
-// two cpu ops it replaces.
-class QkFused : public ::testing::TestWithParam<std::tuple<DType, bool, bool>> {};
+// The fused pass (qk_norm_rotary_forward / _backward; either half skipped by a null pointer; with
+// the norm, Q's heads times q_gain, 1 or 2.5): the ref against the double forward and finite
+// differences; the cpu kernel against the fused ref on every target (float32 and bf16, 1 and 2
+// threads) and, in float32 at gain 1, bit for bit against the two cpu ops it replaces.
+class QkFused : public ::testing::TestWithParam<std::tuple<DType, bool, bool, float>> {};
 
 TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
-  const auto [dtype, norm, rotary] = GetParam();
+  const auto [dtype, norm, rotary, gain] = GetParam();
   const int64_t N = 24;
   const int T = 8, C = 48, NH = 3, HS = C / NH, pos0 = 5;
   const double theta = 10000.0;
@@ -329,8 +329,8 @@ TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
   Lowp want(qkv0, dtype), want_g(dout, dtype);
   std::vector<float> want_rstd(size_t(N) * 2 * NH, -1.0f);
   float* want_r = norm ? want_rstd.data() : nullptr;
-  ref::qk_norm_rotary_forward(want.ptr(), want_r, cp, sp, N, T, pos0, C, NH);
-  ref::qk_norm_rotary_backward(want_g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH);
+  ref::qk_norm_rotary_forward(want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
+  ref::qk_norm_rotary_backward(want_g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
   if (dtype == DType::kF32) {
     // The ref against the double forward (rows at positions pos0 + n % T) and its gradient.
     Vd qkv = to_d(qkv0);
@@ -343,7 +343,8 @@ TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
           if (norm) {
             double ss = 0;
             for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
-            for (int i = 0; i < HS; ++i) v[i] /= std::sqrt(ss / HS + 1e-5);
+            const double g = j < NH ? double{gain} : 1.0;  // Q's heads first
+            for (int i = 0; i < HS; ++i) v[i] *= g / std::sqrt(ss / HS + 1e-5);
           }
           if (rotary) {
             const int64_t p = pos0 + n % T;
@@ -369,12 +370,12 @@ TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
       Lowp y(qkv0, dtype), g(dout, dtype);
       std::vector<float> rstd(want_rstd.size(), -1.0f);
       float* r = norm ? rstd.data() : nullptr;
-      cpu::qk_norm_rotary_forward(y.ptr(), r, cp, sp, N, T, pos0, C, NH);
-      cpu::qk_norm_rotary_backward(g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH);
+      cpu::qk_norm_rotary_forward(y.ptr(), r, cp, sp, N, T, pos0, C, NH, gain);
+      cpu::qk_norm_rotary_backward(g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
       expect_within(rstd, want_rstd, 1e-5, target + " rstd");
       expect_within(y.values(), want.values(), tol, target + " forward");
       expect_within(g.values(), want_g.values(), tol * 4, target + " backward");
-      if (dtype != DType::kF32) continue;
+      if (dtype != DType::kF32 || gain != 1.0f) continue;
       // float32: the same bits as the two ops one after the other.
       std::vector<float> y2 = qkv0, g2 = dout, rstd2(want_rstd.size(), -1.0f);
       if (norm) cpu::qk_rmsnorm_forward(TypedPtr(y2.data()), rstd2.data(), N, C, NH);
@@ -391,17 +392,16 @@ TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(DtypesNormRotary, QkFused,
-                         ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16),
-                                            ::testing::Bool(), ::testing::Bool()),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param) == DType::kF32 ? "f32"
-                                                                                     : "bf16") +
-                                  (std::get<1>(info.param) ? "_norm" : "") +
-                                  (std::get<2>(info.param) ? "_rotary" : "") +
-                                  (!std::get<1>(info.param) && !std::get<2>(info.param) ? "_neither"
-                                                                                        : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    DtypesNormRotary, QkFused,
+    ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16), ::testing::Bool(),
+                       ::testing::Bool(), ::testing::Values(1.0f, 2.5f)),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param) == DType::kF32 ? "f32" : "bf16") +
+             (std::get<1>(info.param) ? "_norm" : "") + (std::get<2>(info.param) ? "_rotary" : "") +
+             (!std::get<1>(info.param) && !std::get<2>(info.param) ? "_neither" : "") +
+             (std::get<3>(info.param) != 1.0f ? "_gain" : "");
+    });
 
 TEST(ArchOpsCpu, SoftcapMatchesTheReferenceOnEveryTarget) {
   const int64_t N = 19;

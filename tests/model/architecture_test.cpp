@@ -33,6 +33,7 @@ ModelConfig modern(double dropout = 0.1) {
   c.norm = "rmsnorm";
   c.position = "rotary";
   c.qk_norm = true;
+  c.qk_norm_gain = 2.0;
   c.activation = "relu2";
   c.tie_embeddings = false;
   c.logit_softcap = 2.0;
@@ -145,6 +146,12 @@ TEST(Architecture, BadOptionsAreErrorsNamingTheKey) {
   c.n_layer = 1;
   expect_error(c, "unet_skips");
   c = modern();
+  c.qk_norm_gain = 0;
+  expect_error(c, "qk_norm_gain");
+  c = modern();
+  c.qk_norm = false;  // the gain scales QK-norm's queries: without it, an error naming both
+  expect_error(c, "needs qk_norm = True");
+  c = modern();
   c.rope_theta = 0.5;
   expect_error(c, "rope_theta");
   c = modern();
@@ -160,7 +167,7 @@ TEST(Architecture, EachOptionChangesTheModel) {
   ModelConfig base = modern(0.0);
   base.norm = "layernorm", base.position = "learned", base.qk_norm = false;
   base.activation = "gelu", base.tie_embeddings = true, base.logit_softcap = 0;
-  base.unet_skips = false;
+  base.unet_skips = false, base.qk_norm_gain = 1.0;
   auto loss_of = [](const ModelConfig& c) {
     KernelContext ctx;
     GPT model(c);
@@ -180,6 +187,9 @@ TEST(Architecture, EachOptionChangesTheModel) {
   for (const ModelConfig& v : variants) {
     EXPECT_GT(std::fabs(loss_of(v) - l0), 1e-4) << Architecture::of(v).beyond_gpt2()[0];
   }
+  ModelConfig gained = variants[2];  // QK-norm's query gain against QK-norm alone
+  gained.qk_norm_gain = 2.0;
+  EXPECT_GT(std::fabs(loss_of(gained) - loss_of(variants[2])), 1e-4) << "qk_norm_gain";
 }
 
 TEST(Architecture, EveryKernelPathComputesTheSameModel) {
@@ -193,10 +203,11 @@ TEST(Architecture, EveryKernelPathComputesTheSameModel) {
   EXPECT_EQ(recomputed.loss, fused.loss);
   EXPECT_EQ(recomputed.grads, fused.grads);
   // bfloat16 (without dropout: the 16-bit attention draws its masks per group of batch elements,
-  // ops_lowp.h): each tensor's gradient within 8 units of its roundoff u = 2^-8 (relative L2) of
+  // ops_lowp.h): each tensor's gradient within 12 units of its roundoff u = 2^-8 (relative L2) of
   // float32's, the loss within 4 u (mixed_precision_test.cpp's reasoning; measured 2026-11: worst
-  // tensor 0.019, each option alone 0.011..0.019 against GPT-2's 0.012). Checkpointing is
-  // bit-identical there too.
+  // tensor 0.019, each option alone 0.011..0.019 against GPT-2's 0.012; with QK-norm's query gain
+  // 2, whose logits double the rounding of q and k, h.1.ln_1.weight 0.026 and the one-element sum
+  // skip_weights 0.038, from 8 u before the gain). Checkpointing is bit-identical there too.
   const Result f32 = run({}, DType::kF32, 0.0), bf16 = run({}, DType::kBF16, 0.0);
   const double u = 1.0 / 256;
   EXPECT_NEAR(bf16.loss, f32.loss, 4 * u * f32.loss);
@@ -206,7 +217,7 @@ TEST(Architecture, EveryKernelPathComputesTheSameModel) {
       err += (double(bf16.grads[i]) - f32.grads[i]) * (double(bf16.grads[i]) - f32.grads[i]);
       ref += double(f32.grads[i]) * f32.grads[i];
     }
-    if (ref > 0) EXPECT_LE(std::sqrt(err / ref), 8 * u) << s.name;
+    if (ref > 0) EXPECT_LE(std::sqrt(err / ref), 12 * u) << s.name;
   }
   const Result bf16_recomputed = run({.checkpoint_blocks = true}, DType::kBF16, 0.0);
   EXPECT_EQ(bf16_recomputed.grads, bf16.grads);

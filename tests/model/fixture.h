@@ -97,6 +97,7 @@ class TorchFixture {
     if (auto* v = opt("tie_embeddings")) c.tie_embeddings = *v == "True";
     if (auto* v = opt("logit_softcap")) c.logit_softcap = std::stod(*v);
     if (auto* v = opt("unet_skips")) c.unet_skips = *v == "True";
+    if (auto* v = opt("qk_norm_gain")) c.qk_norm_gain = std::stod(*v);
     return c;
   }
 

@@ -66,21 +66,24 @@ void check_rotary_head_size(int C, int NH) {
   }
 }
 
-// v (HS) = v * r, r = 1 / sqrt(mean(v^2) + 1e-5), returned.
-[[gnu::always_inline]] inline float rms_normalize(float* v, int HS) {
+// v (HS) = v * r * gain, r = 1 / sqrt(mean(v^2) + 1e-5), returned. (gain 1: v * r exactly.)
+[[gnu::always_inline]] inline float rms_normalize(float* v, int HS, float gain = 1.0f) {
   const float ss = row_reduce::dot(v, v, HS);
   const float r = 1.0f / std::sqrt(ss / HS + 1e-5f);
+  const float rg = r * gain;
 #pragma omp simd
-  for (int i = 0; i < HS; ++i) v[i] *= r;
+  for (int i = 0; i < HS; ++i) v[i] *= rg;
   return r;
 }
 
-// g (HS) = r * (g - y * mean(g * y)): QK-norm's backward for one head vector.
-[[gnu::always_inline]] inline void rms_normalize_backward(float* g, const float* y, float r,
-                                                          int HS) {
-  const float gy = row_reduce::dot(g, y, HS) / HS;
+// g (HS) = gain * r * (g - y * mean(g * y) / gain^2), y = gain * the unit-RMS head: QK-norm's
+// backward for one head vector (gain 1: r * (g - y * mean(g * y)), the same floats).
+[[gnu::always_inline]] inline void rms_normalize_backward(float* g, const float* y, float r, int HS,
+                                                          float gain = 1.0f) {
+  const float gy = row_reduce::dot(g, y, HS) / HS / (gain * gain);
+  const float rg = r * gain;
 #pragma omp simd
-  for (int i = 0; i < HS; ++i) g[i] = r * (g[i] - y[i] * gy);
+  for (int i = 0; i < HS; ++i) g[i] = rg * (g[i] - y[i] * gy);
 }
 
 void rotate(TypedPtr qkv, const float* cos, const float* sin, int64_t N, int T, int pos0, int C,
@@ -105,26 +108,29 @@ void QkRmsnormForward(TypedPtr qkv, float* rstd, int64_t N, int C, int NH) {
 }
 
 void QkNormRotaryBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
-                          const float* sin, int64_t N, int T, int pos0, int C, int NH);
+                          const float* sin, int64_t N, int T, int pos0, int C, int NH,
+                          float q_gain);
 
 // The fused pass with the rotation skipped (the same floats: rms_normalize_backward per head).
 void QkRmsnormBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, int64_t N, int C,
                        int NH) {
-  QkNormRotaryBackward(dqkv, qkv, rstd, nullptr, nullptr, N, /*T=*/1, /*pos0=*/0, C, NH);
+  QkNormRotaryBackward(dqkv, qkv, rstd, nullptr, nullptr, N, /*T=*/1, /*pos0=*/0, C, NH, 1.0f);
 }
 
 void QkNormRotaryForward(TypedPtr qkv, float* rstd, const float* cos, const float* sin, int64_t N,
-                         int T, int pos0, int C, int NH) {
+                         int T, int pos0, int C, int NH, float q_gain) {
   if (cos != nullptr) check_rotary_head_size(C, NH);
   const int HS = C / NH;
   for_each_qk_head(qkv, N, C, NH, [=](float* v, int64_t n, int j) {
-    if (rstd != nullptr) rstd[n * 2 * NH + j] = rms_normalize(v, HS);
+    // Q's heads (j < NH) times q_gain
+    if (rstd != nullptr) rstd[n * 2 * NH + j] = rms_normalize(v, HS, j < NH ? q_gain : 1.0f);
     if (cos != nullptr) rotate_vector(v, HS, cos, sin, pos0 + n % T, 1.0f);
   });
 }
 
 void QkNormRotaryBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
-                          const float* sin, int64_t N, int T, int pos0, int C, int NH) {
+                          const float* sin, int64_t N, int T, int pos0, int C, int NH,
+                          float q_gain) {
   if (cos != nullptr) check_rotary_head_size(C, NH);
   const int HS = C / NH;
 #pragma omp parallel if (worth_parallel(4 * N * C))
@@ -140,7 +146,8 @@ void QkNormRotaryBackward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, c
       for (int j = 0; j < 2 * NH; ++j) {
         float* gj = g + static_cast<int64_t>(j) * HS;
         if (rstd != nullptr) {
-          rms_normalize_backward(gj, y + static_cast<int64_t>(j) * HS, rstd[n * 2 * NH + j], HS);
+          rms_normalize_backward(gj, y + static_cast<int64_t>(j) * HS, rstd[n * 2 * NH + j], HS,
+                                 j < NH ? q_gain : 1.0f);
         }
         if (cos != nullptr) rotate_vector(gj, HS, cos, sin, pos0 + n % T, -1.0f);
       }
@@ -218,12 +225,14 @@ void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t 
   HWY_DYNAMIC_DISPATCH(RotaryBackward)(dqkv, cos, sin, N, T, pos0, C, NH);
 }
 void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,
-                            int64_t N, int T, int pos0, int C, int NH) {
-  HWY_DYNAMIC_DISPATCH(QkNormRotaryForward)(qkv, rstd, cos, sin, N, T, pos0, C, NH);
+                            int64_t N, int T, int pos0, int C, int NH, float q_gain) {
+  HWY_DYNAMIC_DISPATCH(QkNormRotaryForward)(qkv, rstd, cos, sin, N, T, pos0, C, NH, q_gain);
 }
 void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
-                             const float* sin, int64_t N, int T, int pos0, int C, int NH) {
-  HWY_DYNAMIC_DISPATCH(QkNormRotaryBackward)(dqkv, qkv, rstd, cos, sin, N, T, pos0, C, NH);
+                             const float* sin, int64_t N, int T, int pos0, int C, int NH,
+                             float q_gain) {
+  HWY_DYNAMIC_DISPATCH(QkNormRotaryBackward)
+  (dqkv, qkv, rstd, cos, sin, N, T, pos0, C, NH, q_gain);
 }
 void softcap_forward(float* z, int64_t N, float cap) {
   HWY_DYNAMIC_DISPATCH(SoftcapForward)(z, N, cap);

@@ -100,7 +100,7 @@ void rotary_backward(TypedPtr dqkv, const float* cos, const float* sin, int64_t 
 }
 
 void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const float* sin,
-                            int64_t N, int T, int pos0, int C, int NH) {
+                            int64_t N, int T, int pos0, int C, int NH, float q_gain) {
   const int HS = C / NH, half = HS / 2;
   CHECK(cos == nullptr || HS % 2 == 0,
         "rotary embeddings need an even head size; got {} (n_embd {} / n_head {})", HS, C, NH);
@@ -114,7 +114,8 @@ void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const f
         double ss = 0;
         for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
         const double r = 1.0 / std::sqrt(ss / HS + 1e-5);
-        for (int i = 0; i < HS; ++i) v[i] *= r;
+        const double gain = j < NH ? double{q_gain} : 1.0;  // Q's heads first
+        for (int i = 0; i < HS; ++i) v[i] *= r * gain;
         rstd[n * 2 * NH + j] = static_cast<float>(r);
       }
       if (cos != nullptr) {
@@ -130,7 +131,8 @@ void qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos, const f
 }
 
 void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd, const float* cos,
-                             const float* sin, int64_t N, int T, int pos0, int C, int NH) {
+                             const float* sin, int64_t N, int T, int pos0, int C, int NH,
+                             float q_gain) {
   const int HS = C / NH, half = HS / 2;
   CHECK(cos == nullptr || HS % 2 == 0,
         "rotary embeddings need an even head size; got {} (n_embd {} / n_head {})", HS, C, NH);
@@ -142,10 +144,11 @@ void qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd
       for (int i = 0; i < HS; ++i) g[i] = load(dqkv, o + i);
       if (rstd != nullptr) {
         const double r = rstd[n * 2 * NH + j];
+        const double gain = j < NH ? double{q_gain} : 1.0;  // y = gain * the unit-RMS head
         double gy = 0;
         for (int i = 0; i < HS; ++i) gy += g[i] * load(qkv, o + i);
-        gy /= HS;
-        for (int i = 0; i < HS; ++i) g[i] = r * (g[i] - load(qkv, o + i) * gy);
+        gy /= HS * gain * gain;
+        for (int i = 0; i < HS; ++i) g[i] = gain * r * (g[i] - load(qkv, o + i) * gy);
       }
       if (cos != nullptr) {
         for (int i = 0; i < half; ++i) {
