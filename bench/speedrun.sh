@@ -89,6 +89,9 @@ LIST
   if grep -q '^attn_dropout *= *0\(\.0*\)\? *\(#.*\)\?$' "$1"; then
     echo "attn_dropout_on --attn_dropout=-1"
   fi
+  if grep -q '^qk_norm_gain *= *[0-9.]' "$1" && ! grep -q '^qk_norm_gain *= *1\(\.0*\)\? *\(#.*\)\?$' "$1"; then
+    echo "no_qk_norm_gain --qk_norm_gain=1"
+  fi
   if grep -q '^unet_skips *= *True' "$1"; then
     echo "no_unet_skips --unet_skips=False"
   fi
@@ -98,7 +101,7 @@ LIST
   cat <<'LIST'
 no_muon --optimizer=adamw
 no_rotary --position=learned
-no_qk_norm --qk_norm=False
+no_qk_norm --qk_norm=False --qk_norm_gain=1
 LIST
 }
 

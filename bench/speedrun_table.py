@@ -26,6 +26,7 @@ ABLATION_TEXT = {
     "no_muon": "AdamW for every tensor (Muon off)",
     "no_rotary": "learned positions (rotary off)",
     "no_qk_norm": "QK-norm off",
+    "no_qk_norm_gain": "QK-norm's queries at gain 1 (qk_norm_gain off)",
     "no_relu2": "GELU (ReLU² off)",
     "no_rmsnorm": "LayerNorm (RMSNorm off)",
     "tied_head": "head tied to wte (untied head off)",

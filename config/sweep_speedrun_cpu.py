@@ -1,7 +1,26 @@
-# The last step of the search behind config/speedrun_shakespeare_char_cpu.py (issue 33, the
-# CPU-recipe track): the sequence-length warmup's length and first context x the schedule's
-# length, 4 seeds, runs to the end of their schedule with the loss on the whole validation split
-# every 10 iterations from 120 (stop_at_target=False: the whole curve). Hyperparameters only are
+# The seventh step of the search behind config/speedrun_shakespeare_char_cpu.py (issue 33,
+# 2026-11-28, AMD EPYC; two one-thread runs at once, so iterations compare, not times; the whole
+# split every 5 or 10 iterations to the end, stop_at_target=False; search seeds 1337-1344 only).
+# Iterations to 1.88 per seed, each change on top of the one before:
+#   the recipe of 4103dfb (160 iterations, Muon momentum 0.95)   140 / 160 / 160 / 150 (1337-1340)
+#   sampling 'sequential', rope_theta 100 or 1000, grad_clip 0, beta2 0.95, n_head 8, half the
+#     tokens per step for the first 30-90 iterations, batch 32 at every warmup context: none
+#     sooner (sequential and clip 0 much later; fewer tokens early cost as many iterations as
+#     they save in time: the run is bound by tokens from its first steps)
+#   muon_momentum 0.9                                        140 / 140 / 140 / 140
+#   muon_momentum 0.85 / 0.8 (0.75 alike)                    130 / 140 / 140 / 140 and 140 x 4
+#   ... with 140 iterations, warmup 80, cooldown 0.5, m 0.8  120 / 130 / 130 / 125; 1341-1344:
+#                                                            130 / 130 / 130 / 135
+#   ... + QK-norm's query gain 2 (qk_norm_gain; 1.5 and 3: less)  120 / 125 / 125 / 120;
+#                                                            1341-1344: 125 / 125 / 125 / 130 (kept)
+#   ... + learning_rate 6e-3 or 8e-3, muon_learning_rate 0.025, muon_momentum 0.75, muon_ns_steps 4,
+#     130 iterations: within a seed's noise, or a slow seed later (1344 at 135 with 6e-3)
+# The whole split then checked every 5 iterations from 125: 7 of the 8 search seeds reach the
+# target at the first check, one at the second; the schedule ends 10-15 iterations past them.
+#
+# The step before (the sixth; the grid below): the sequence-length warmup's length and first
+# context x the schedule's length, 4 seeds, runs to the end of their schedule with the loss on
+# the whole validation split every 10 iterations from 120 (stop_at_target=False: the whole curve). Hyperparameters only are
 # chosen by that validation loss; nothing trains on it.
 # Its result (2026-11-27, AMD EPYC, 2 threads; seeds 1337-1340; `iter:loss` of the whole split):
 #   the recipe before (no warmup, 180 iterations)  1337: 160:1.8791  1338: 170:1.8885 180:1.8675
