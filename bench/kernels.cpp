@@ -379,6 +379,36 @@ BENCHMARK(BM_AttentionBf16)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The CPU speedrun's attention (B 32, T 64, 4 heads x 32, bf16, no dropout; per layer and step),
+// the native kernel: arg 0 forward + backward, 1 forward, 2 backward (after one forward).
+void BM_AttentionBf16CpuTrack(benchmark::State& state) {
+  const int B = 32, T = 64, C = 128, NH = 4;
+  const int part = static_cast<int>(state.range(0));
+  Bf16Attention a(B, T, C, NH);
+  auto& ws = a.ctx.impl().attention;
+  auto forward = [&] {
+    cpu::attention_forward_bf16(ws, a.out.data(), a.lse.data(), a.qkv.data(), B, T, C, NH, 0, 5);
+  };
+  auto backward = [&] {
+    cpu::attention_backward_bf16(ws, a.dqkv.data(), a.dout.data(), a.out.data(), a.lse.data(),
+                                 a.qkv.data(), B, T, C, NH, 0, 5);
+  };
+  if (part == 2) forward();
+  for (auto _ : state) {
+    if (part != 2) forward();
+    if (part != 1) backward();
+    benchmark::DoNotOptimize(a.dqkv.data());
+  }
+  set_flops(state, (part != 2 ? attention_flops(B, T, C, false) : 0) +
+                       (part != 1 ? attention_flops(B, T, C, true) : 0));
+}
+BENCHMARK(BM_AttentionBf16CpuTrack)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd),
 // through a KernelContext as the model calls it.
 // FLOPs as above (FlashAttention's convention for causal attention: backward = 2.5 x forward).
