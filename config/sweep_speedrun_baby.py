@@ -1,6 +1,11 @@
 # The search behind config/speedrun_shakespeare_char.py (the baby-GPT track). Hyperparameters only
 # are chosen by the loss on the whole validation split; nothing trains on it.
 #
+# Issue 33's sixth step (2026-11-28, session 12): the CPU track's two new settings on this recipe
+# (cosine over 1100), muon_momentum 0.9 with qk_norm_gain 2 (head size 64: logits up to 16),
+# one-thread runs stopping at the target, whole split every 25 from 650: seeds 1337 / 1338 reached
+# at 775 / 775 (the recipe: 775 / 725), at 725 1.4767 / 1.4731: no sooner; stopped there, not kept.
+#
 # Issue 33's fifth step (2026-11-28, session 11, AMD EPYC fast VM; two runs at once, each one
 # thread pinned to its own core, so iterations compare, not wall times; `nanogpt train` of the
 # 4103dfb recipe (WSD 1-sqrt, 1000 iterations) with these keys and --stop_at_target=False
