@@ -90,6 +90,22 @@ std::map<std::string, std::string> loss_records(const std::string& path) {
   return out;
 }
 
+// Trains `keys` for `iters` iterations into <dir>/straight, and into <dir>/halves in two runs (to
+// iters / 2, then resumed to iters, the same schedule); expects the same loss records, bit for bit.
+void expect_resume_bit_exact(const std::string& dir, const std::string& keys, int iters) {
+  const std::string train =
+      "train " + keys + " --lr_decay_iters=" + std::to_string(iters) + " --max_iters=";
+  RunResult a = run_nanogpt(dir, train + std::to_string(iters) + " --out_dir=straight");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  RunResult b1 = run_nanogpt(dir, train + std::to_string(iters / 2) + " --out_dir=halves");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  RunResult b2 =
+      run_nanogpt(dir, train + std::to_string(iters) + " --out_dir=halves --init_from=resume");
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_EQ(loss_records(dir + "/straight/metrics.jsonl"),
+            loss_records(dir + "/halves/metrics.jsonl"));
+}
+
 TEST_F(CliTest, ResumeIsBitExactWithDropoutAndRandomSampling) {
   std::string common = std::string(kTiny) + " --dropout=0.1 --sampling=random --eval_interval=5";
   RunResult a = run_nanogpt(dir_, "train " + common +
@@ -168,15 +184,7 @@ TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) 
       std::string(kTiny) +
       " --norm=rmsnorm --position=rotary --qk_norm=True --activation=relu2 --tie_embeddings=False"
       " --zero_init_proj=True --logit_softcap=15 --unet_skips=True --dropout=0.1 --eval_interval=5";
-  RunResult a = run_nanogpt(dir_, "train " + modern + " --max_iters=12 --lr_decay_iters=12 --out_dir=straight");
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  RunResult b1 = run_nanogpt(dir_, "train " + modern + " --max_iters=6 --lr_decay_iters=12 --out_dir=halves");
-  ASSERT_EQ(b1.exit_code, 0) << b1.output;
-  RunResult b2 = run_nanogpt(dir_, "train " + modern +
-                                       " --max_iters=12 --lr_decay_iters=12 --out_dir=halves --init_from=resume");
-  ASSERT_EQ(b2.exit_code, 0) << b2.output;
-  EXPECT_EQ(loss_records(dir_ + "/straight/metrics.jsonl"),
-            loss_records(dir_ + "/halves/metrics.jsonl"));
+  expect_resume_bit_exact(dir_, modern, 12);
 
   RunResult g1 = run_nanogpt(dir_,
                              "sample --out_dir=straight --num_samples=1 --max_new_tokens=40 "
@@ -219,18 +227,7 @@ TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) 
 TEST_F(CliTest, QkNormGainResumesSamplesAndIsRefusedElsewhere) {
   const std::string keys =
       std::string(kTiny) + " --position=rotary --qk_norm=True --qk_norm_gain=2 --eval_interval=5";
-  RunResult a =
-      run_nanogpt(dir_, "train " + keys + " --max_iters=8 --lr_decay_iters=8 --out_dir=straight");
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  RunResult b1 =
-      run_nanogpt(dir_, "train " + keys + " --max_iters=4 --lr_decay_iters=8 --out_dir=halves");
-  ASSERT_EQ(b1.exit_code, 0) << b1.output;
-  RunResult b2 = run_nanogpt(
-      dir_,
-      "train " + keys + " --max_iters=8 --lr_decay_iters=8 --out_dir=halves --init_from=resume");
-  ASSERT_EQ(b2.exit_code, 0) << b2.output;
-  EXPECT_EQ(loss_records(dir_ + "/straight/metrics.jsonl"),
-            loss_records(dir_ + "/halves/metrics.jsonl"));
+  expect_resume_bit_exact(dir_, keys, 8);
   RunResult g = run_nanogpt(dir_,
                             "sample --out_dir=straight --num_samples=1 --max_new_tokens=20 "
                             "--temperature=0 --kv_cache=True --start=ROMEO:");
