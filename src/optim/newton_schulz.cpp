@@ -7,7 +7,6 @@
 
 #include "core/check.h"
 #include "core/parallel_for.h"
-#include "core/transpose.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
@@ -110,13 +109,13 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
 #pragma omp simd reduction(+ : sum_sq)
   for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
   const float inv = static_cast<float>(1.0 / (std::sqrt(sum_sq) + kNormEps));
+  // x: M / norm as M lies, (rows, cols). The iteration is on X (r, c) = M / norm, or its
+  // transpose when rows > cols; a tall M is kept as it is (X^T, (c, r)) and its products take
+  // the transposed forms below, so that no transpose is copied.
   float* x = x_.data();
-  // X (r, c): M / norm, or M^T / norm when rows > cols (M is then (c, r)).
-  if (tr) transpose_tiled(x, c, m, r, c, r);
-  const float* src = tr ? x : m;
   parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
 #pragma omp simd
-    for (int64_t i = i0; i < i1; ++i) x[i] = src[i] * inv;
+    for (int64_t i = i0; i < i1; ++i) x[i] = m[i] * inv;
   });
   const auto k = kMuonQuintic;
   const float ka = static_cast<float>(k.a), kb = static_cast<float>(k.b),
@@ -125,24 +124,31 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
   const int ri = static_cast<int>(r), ci = static_cast<int>(c);
   for (int s = 0; s < steps; ++s) {
     const ConstTypedPtr xl = matmul_input(x_lowp_, x, n);
-    cpu::matmul_forward(ctx_, a, xl, xl, nullptr, r, ci, ri);  // A (r, r) = X X^T
+    if (tr) {
+      // A (r, r) = X X^T = x^T x: the weight-gradient form (dweight += dout^T inp), from zero.
+      std::fill(a, a + r * r, 0.0f);
+      cpu::matmul_backward(ctx_, TypedPtr(), a, nullptr, xl, xl, xl, ci, ri, ri);
+    } else {
+      cpu::matmul_forward(ctx_, a, xl, xl, nullptr, r, ci, ri);  // A (r, r) = X X^T
+    }
     const ConstTypedPtr al = matmul_input(a_lowp_, a, r * r);
     // A A (r, r) = A A^T: A is symmetric (up to the rounding of its two triangles).
     cpu::matmul_forward(ctx_, aa, al, al, nullptr, r, ri, ri);
     for (int64_t i = 0; i < r * r; ++i) b[i] = kb * a[i] + kc * aa[i];
     const ConstTypedPtr bl = matmul_input(b_lowp_, b, r * r);
-    // B X (r, c) = dout (r, r) . weight (r, c): the input-gradient form of the matmul op.
-    cpu::matmul_backward_overwrite(ctx_, bx, nullptr, nullptr, bl, xl, xl, r, ci, ri);
+    if (tr) {
+      // (B X)^T (c, r) = x B^T: the forward form, inp x (c, r), weight B (r, r).
+      cpu::matmul_forward(ctx_, bx, xl, bl, nullptr, c, ri, ri);
+    } else {
+      // B X (r, c) = dout (r, r) . weight (r, c): the input-gradient form of the matmul op.
+      cpu::matmul_backward_overwrite(ctx_, bx, nullptr, nullptr, bl, xl, xl, r, ci, ri);
+    }
     parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
 #pragma omp simd
       for (int64_t i = i0; i < i1; ++i) x[i] = ka * x[i] + bx[i];
     });
   }
-  if (tr) {
-    transpose_tiled(out, r, x, c, r, c);  // out (c, r) = X^T
-  } else {
-    std::copy(x, x + n, out);
-  }
+  std::copy(x, x + n, out);  // (rows, cols) either way
 }
 
 }  // namespace nanogpt
