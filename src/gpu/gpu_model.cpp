@@ -66,6 +66,9 @@ GpuGpt::GpuGpt(cuda::CudaContext& ctx, const ModelConfig& config, DType dtype, i
         "--device=cpu for this model");
   CHECK(!config.unet_skips,
         "--device=cuda does not run unet_skips (U-net skips) yet: use --device=cpu for this model");
+  CHECK(config.attn_gain == 0.0,
+        "--device=cuda does not run attn_gain (the attention branch's learned gain) yet: use "
+        "--device=cpu for this model");
   const int64_t P = table_.total_numel();
   const int64_t N = int64_t{B} * T, C = config.n_embd, NH = config.n_head;
   const int64_t Vp = config.padded_vocab_size();

@@ -63,6 +63,10 @@ void check_gpu_training_config(const TrainConfig& c) {
   if (c.model.unet_skips) {
     refuse("unet_skips (U-net skips)", "use --unet_skips=False, or --device=cpu for them");
   }
+  if (c.model.attn_gain != 0.0) {
+    refuse("attn_gain (the attention branch's learned gain)",
+           "use --attn_gain=0, or --device=cpu for it");
+  }
   if (c.context_warmup_iters > 0) {
     refuse("context_warmup_iters (the sequence-length warmup)",
            "use --context_warmup_iters=0, or --device=cpu for it");

@@ -86,6 +86,7 @@ std::string architecture_diff(const ModelConfig& found, const ModelConfig& expec
   cmp("tie_embeddings", found.tie_embeddings, expected.tie_embeddings);
   cmp("logit_softcap", found.logit_softcap, expected.logit_softcap);
   cmp("unet_skips", found.unet_skips, expected.unet_skips);
+  cmp("attn_gain", found.attn_gain, expected.attn_gain);
   return fmt::format("{}", fmt::join(diffs, "; "));
 }
 

@@ -64,11 +64,13 @@ enum class NormKind { kLayerNorm, kRmsNorm };
   /* out = a + b (N). Backward is da += dout, db += dout. */                                       \
   void residual_forward(float* out, const float* a, const float* b, int64_t N);                    \
   void residual_backward(float* da, float* db, const float* dout, int64_t N);                      \
-  /* U-net skip (model/architecture.h): out = x + w * skip (N); out may alias x or skip.       */  \
+  /* U-net skip and attention gain (model/architecture.h): out = x + w * skip (N); out may     */  \
+  /* alias x or skip.                                                                          */  \
   void skip_forward(float* out, const float* x, const float* skip, float w, int64_t N);            \
   /* Its backward: dskip (N) = w * dout, OVERWRITTEN (the skip source's gradient, added to the */  \
   /* stream later); returns dL/dw = sum(dout * skip), summed in double over fixed spans of     */  \
   /* 4096 elements in order (the same value on any thread count). (x's gradient is dout.)      */  \
+  /* dskip may alias dout or skip (element by element, each read before it is written).        */  \
   double skip_backward(float* dskip, const float* dout, const float* skip, float w, int64_t N);    \
   void dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed);           \
   void dropout_backward(float* dinp, const float* dout, int64_t N, float p, uint64_t seed);        \

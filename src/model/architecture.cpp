@@ -23,6 +23,7 @@ Architecture Architecture::of(const ModelConfig& c) {
   a.zero_init_proj = c.zero_init_proj;
   a.logit_softcap = static_cast<float>(c.logit_softcap);
   a.unet_skips = c.unet_skips;
+  a.attn_gain = static_cast<float>(c.attn_gain);
   return a;
 }
 
@@ -35,6 +36,7 @@ std::vector<std::string> Architecture::beyond_gpt2() const {
   if (!tied_head) out.push_back("tie_embeddings = False");
   if (logit_softcap > 0.0f) out.push_back("logit_softcap > 0");
   if (unet_skips) out.push_back("unet_skips = True");
+  if (attn_gain > 0.0f) out.push_back("attn_gain > 0");
   return out;  // (zero_init_proj is only an initialization: the trained model is still GPT-2)
 }
 

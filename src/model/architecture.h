@@ -2,7 +2,8 @@
 // says which norm, positions and activation a block uses), derived from ModelConfig's keys. GPT-2
 // (the default) is LayerNorm, learned positions, GELU, a tied head and plain logits; the modern
 // options (modded-nanogpt's speedrun recipe) are RMSNorm, rotary embeddings, QK-norm, ReLU², an
-// untied head, zero-initialized output projections, tanh soft-capped logits and U-net skips.
+// untied head, zero-initialized output projections, tanh soft-capped logits, U-net skips and a
+// learned gain on each attention branch.
 #pragma once
 
 #include <string>
@@ -27,6 +28,9 @@ struct Architecture {
   // U-net skips (modded-nanogpt): with E = n_layer / 2, block L-E+i's input is block L-E+i-1's
   // output plus skip_weights[i] times block E-1-i's output (i < E); skip_weights start at 1.
   bool unet_skips = false;
+  // The attention branch's learned gain (attn_gain): residual2 = x + gain_l * attention branch,
+  // gain_l (h.<l>.attn.gain) starting at this value; 0 = off.
+  float attn_gain = 0.0f;
 
   static Architecture of(const ModelConfig& config);
   // The options that GPT-2 does not have, one phrase each (empty for GPT-2, whatever its GELU

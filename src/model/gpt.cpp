@@ -4,6 +4,8 @@
 //           -> residual3 = residual2 + .
 // U-net skips (unet_skips): the last n_layer/2 blocks' inputs get the first n_layer/2 blocks'
 // outputs added in mirror order, each times a learned weight (skip_input = x + w * source).
+// The attention branch's learned gain (attn_gain): residual2 = x + gain * branch (no fused
+// residual + norm there); its backward recovers the branch as (residual2 - x) / gain.
 // Head:   lnf -> logits = lnf . wte^T (tied, or lm_head^T) -> [soft-cap] -> cross-entropy over the
 //         first V columns, in chunks of rows, fused with its backward in training (the (N, Vp)
 //         logits are never held).
@@ -20,6 +22,7 @@
 #include "model/gpt.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
@@ -33,6 +36,11 @@ namespace {
 
 // Dropout sites: embedding output, attention probabilities, attention and MLP residual branches.
 enum Site : int { kSiteEmbedding = 0, kSiteAttnProbs = 1, kSiteAttnOut = 2, kSiteMlpOut = 3 };
+
+// The attention gain's backward divides (residual2 - x) by the gain down to this magnitude; below
+// it (a gain at or near 0) it computes the branch again instead, where the division would lose
+// the branch's digits (residual2 - x keeps those of x's magnitude only).
+constexpr float kGainDivideMin = 1e-2f;
 
 }  // namespace
 
@@ -230,7 +238,11 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw, lbw.attprojw), bw.attprojb, N, C, C);
   if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
   const float* attn_out = a.branch;
-  if (fuse_res_ln) {
+  if (bw.attn_gain) {  // residual2 = x + gain * branch, then ln_2
+    ops.skip_forward(la.residual2, x, attn_out, *bw.attn_gain, N * C);
+    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
+                          norm);
+  } else if (fuse_res_ln) {
     ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
                                    bw.ln2w, bw.ln2b, N, C, norm);
   } else {
@@ -433,8 +445,26 @@ void GPT::backward(KernelContext& ctx) {
                            la.ln2_rstd, N, C, norm);
 
     const float* dattn_out = s.dresidual;
+    if (bw.attn_gain) {
+      // d(gain) = sum(d(residual2) * branch); the branch's gradient, gain * d(residual2), goes to
+      // a.branch (the forward's scratch), where the branch is first recovered: (residual2 - x) /
+      // gain, or computed again from atty when the gain is too small to divide by.
+      const float gain = *bw.attn_gain;
+      float* branch = a.branch;  // (N, C)
+      double dgain;
+      if (std::abs(gain) >= kGainDivideMin) {
+        ops.skip_forward(branch, la.residual2, x, -1.0f, N * C);  // gain * branch
+        dgain = ops.skip_backward(branch, s.dresidual, branch, gain, N * C) / gain;
+      } else {
+        ops.matmul_forward(branch, la.atty, lowp(bw.attprojw, lbw.attprojw), bw.attprojb, N, C, C);
+        if (drop) ops.dropout_forward(branch, branch, N * C, p, site_seed(l, kSiteAttnOut));
+        dgain = ops.skip_backward(branch, s.dresidual, branch, gain, N * C);
+      }
+      bg.attn_gain[0] += static_cast<float>(dgain);
+      dattn_out = branch;
+    }
     if (drop) {
-      ops.dropout_backward_overwrite(s.ddrop, s.dresidual, N * C, p, site_seed(l, kSiteAttnOut));
+      ops.dropout_backward_overwrite(s.ddrop, dattn_out, N * C, p, site_seed(l, kSiteAttnOut));
       dattn_out = s.ddrop;
     }
     const ConstTypedPtr dattn = in_act_dtype(ops, s.dbranch, dattn_out, N * C);
@@ -504,7 +534,11 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
     std::memcpy(vrow, s.qkv + 2 * C, sizeof(float) * C);
     ops.attention_decode(s.atty, s.qkv, s.k(l), s.v(l), pos + 1, C, NH);
     ops.matmul_forward(s.proj, s.atty, bw.attprojw, bw.attprojb, 1, C, C);
-    ops.residual_forward(s.x2, s.x, s.proj, C);
+    if (bw.attn_gain) {
+      ops.skip_forward(s.x2, s.x, s.proj, *bw.attn_gain, C);
+    } else {
+      ops.residual_forward(s.x2, s.x, s.proj, C);
+    }
     ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x2, bw.ln2w, bw.ln2b, 1, C, norm);
     ops.matmul_forward(s.fch, s.ln, bw.fcw, bw.fcb, 1, C, 4 * C);
     ops.gelu_forward(s.fch_gelu, s.fch, 4 * C, gelu);

@@ -39,7 +39,7 @@ void init_weights_range(const ParamTable& table, uint64_t seed, int64_t begin, i
     const int64_t hi = std::clamp<int64_t>(end - s.offset, 0, s.numel);
     float* p = out + (s.offset + lo - begin);
     if (s.init_one) {
-      for (int64_t i = lo; i < hi; ++i) p[i - lo] = 1.0f;
+      for (int64_t i = lo; i < hi; ++i) p[i - lo] = s.init_constant;
     } else if (s.init_std > 0.0f) {
       fill_normal(p, s.numel, lo, hi, s.init_std, rng);
     }  // else zeros (biases)

@@ -55,6 +55,10 @@ void ModelConfig::validate() const {
         qk_norm_gain);
   CHECK(logit_softcap >= 0.0, "logit_softcap = {}: expected >= 0 (0 = off; e.g. 15 or 30)",
         logit_softcap);
+  CHECK(attn_gain >= 0.0 && std::isfinite(attn_gain),
+        "attn_gain = {}: expected >= 0, the learned attention gains' starting value (0 = off; "
+        "e.g. 0.5)",
+        attn_gain);
 }
 
 }  // namespace nanogpt

@@ -1,6 +1,7 @@
 // ModelConfig: the shape of a GPT model (layers, heads, width, context, vocab, bias, dropout, GELU
 // kind) and its architecture options beyond GPT-2 (norm, positions, QK-norm and its query gain,
-// MLP activation, tied head, zero-initialized projections, logit soft-cap, U-net skips;
+// MLP activation, tied head, zero-initialized projections, logit soft-cap, U-net skips, the
+// attention branch's learned gain;
 // model/architecture.h reads them). Each key is declared once in visit(); that drives parsing,
 // --help and saving. The defaults are GPT-2.
 #pragma once
@@ -41,6 +42,7 @@ struct ModelConfig {
   bool zero_init_proj = false;
   double logit_softcap = 0.0;
   bool unet_skips = false;
+  double attn_gain = 0.0;
 
   template <typename Visitor>
   void visit(Visitor&& v) {
@@ -74,6 +76,10 @@ struct ModelConfig {
     v("unet_skips", unet_skips,
       "U-net skips: the outputs of the first n_layer/2 blocks are added, each times a learned "
       "weight (skip_weights, from 1), to the inputs of the last n_layer/2 in mirror order");
+    v("attn_gain", attn_gain,
+      "a learned scalar per block (h.<l>.attn.gain, starting at this value) multiplies the "
+      "attention branch (attn.c_proj's output) before its residual add: x + gain * attn(ln_1(x)), "
+      "as a learned scale of the values v (modded-nanogpt's value lambdas); 0 = off (GPT-2)");
   }
 
   // Vocab padded up to a multiple of 64 (50257 -> 50304); padded logits never win nor get loss.

@@ -54,6 +54,10 @@ ParamTable::ParamTable(const ModelConfig& cfg) {
     add(p + "attn.c_proj.weight", {C, C}, std_proj, false, true, /*lowp_only=*/true,
         /*hidden_matrix=*/true);
     if (cfg.bias) add(p + "attn.c_proj.bias", {C}, 0.0f);
+    if (arch.attn_gain > 0.0f) {  // the attention branch's learned gain, from attn_gain
+      add(p + "attn.gain", {1}, 0.0f, true);
+      specs_.back().init_constant = arch.attn_gain;
+    }
     add(p + "ln_2.weight", {C}, 0.0f, true);
     if (cfg.bias) add(p + "ln_2.bias", {C}, 0.0f);
     add(p + "mlp.c_fc.weight", {4 * C, C}, std_base, false, true, /*lowp_only=*/true,

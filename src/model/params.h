@@ -1,6 +1,6 @@
 // The parameter table: THE one list of the model's parameters {name, shape, weight decay?, init}
-// (GPT-2's, less wpe with rotary positions, plus lm_head.weight with an untied head and
-// skip_weights with U-net skips).
+// (GPT-2's, less wpe with rotary positions, plus lm_head.weight with an untied head,
+// skip_weights with U-net skips and each block's attn.gain with attn_gain).
 // It drives allocation (one flat arena, each tensor a slice at `offset`), init, optimizer, weight
 // decay (only tensors with >= 2 dims), checkpoint names (Hugging Face GPT-2 names) and all-reduce.
 // Linear weights are stored (out, in) like nn.Linear; HF's Conv1D files store (in, out): io/
@@ -20,7 +20,8 @@ struct ParamSpec {
   std::vector<int64_t> shape;     // our layout, e.g. {3C, C}
   bool decay = false;             // weight decay applies (ndim >= 2)
   float init_std = 0.0f;          // N(0, init_std); 0 with init_one=false -> zeros
-  bool init_one = false;          // LayerNorm weights start at 1
+  bool init_one = false;          // starts at init_constant (LayerNorm weights: at 1)
+  float init_constant = 1.0f;     // with init_one: the starting value of every element
   bool transposed_in_hf = false;  // HF Conv1D stores this matrix as (in, out)
   // Mixed precision reads this tensor only through its 16-bit copy (the four matmul weights of a
   // block). The others -- wte and wpe (the encoder gathers rows in float32; wte is also the tied

@@ -33,6 +33,7 @@ ModelViews<T> bind(const ParamTable& table, int n_layer, T* arena, WeightLayout 
     b.qkvb = maybe(p + "attn.c_attn.bias");
     b.attprojw = at(p + "attn.c_proj.weight");
     b.attprojb = maybe(p + "attn.c_proj.bias");
+    b.attn_gain = maybe(p + "attn.gain");
     b.ln2w = at(p + "ln_2.weight");
     b.ln2b = maybe(p + "ln_2.bias");
     b.fcw = at(p + "mlp.c_fc.weight");

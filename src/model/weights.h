@@ -25,6 +25,7 @@ struct BlockViews {
   T* fcb = nullptr;       // (4C) or null
   T* fcprojw = nullptr;   // (C, 4C)
   T* fcprojb = nullptr;   // (C) or null
+  T* attn_gain = nullptr;  // (1) the attention branch's gain, or null (attn_gain off)
 };
 
 template <typename T>

@@ -245,6 +245,10 @@ TEST(GpuModelHost, RefusesWhatTheGpuDoesNotRunByName) {
   EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--unet_skips=False"),
             std::string::npos);
   t.model.unet_skips = false;
+  t.model.attn_gain = 0.5;
+  EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--attn_gain=0"),
+            std::string::npos);
+  t.model.attn_gain = 0;
   EXPECT_EQ(message([&] { check_gpu_training_config(t); }), "no error");
 }
 

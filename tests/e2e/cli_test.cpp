@@ -232,6 +232,29 @@ TEST_F(CliTest, QkNormGainResumesSamplesAndIsRefusedElsewhere) {
       << bad.output;
 }
 
+// The attention branch's learned gain end to end: a run resumes bit-exactly (with Muon, whose
+// AdamW group the gains join), samples with the KV cache from its checkpoint alone, and resuming
+// with another attn_gain is refused naming the key; a negative one is an error naming it.
+TEST_F(CliTest, AttnGainResumesSamplesAndIsRefusedElsewhere) {
+  const std::string keys =
+      std::string(kTiny) + " --attn_gain=0.5 --optimizer=muon --eval_interval=5";
+  expect_resume_bit_exact(dir_, keys, 8);
+  RunResult g = run_nanogpt(dir_,
+                            "sample --out_dir=straight --num_samples=1 --max_new_tokens=20 "
+                            "--temperature=0 --kv_cache=True --start=ROMEO:");
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_NE(g.output.find("ROMEO:"), std::string::npos) << g.output;
+  RunResult other =
+      run_nanogpt(dir_, "train " + keys +
+                            " --attn_gain=0 --max_iters=10 --out_dir=straight --init_from=resume");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.output.find("attn_gain"), std::string::npos) << other.output;
+  RunResult bad = run_nanogpt(
+      dir_, "train " + std::string(kTiny) + " --attn_gain=-1 --max_iters=2 --out_dir=bad");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("attn_gain = -1: expected >= 0"), std::string::npos) << bad.output;
+}
+
 TEST_F(CliTest, NonFiniteLossStopsAndKeepsTheLastCheckpoint) {
   e2e::expect_non_finite_stop_keeps_checkpoint(
       dir_, std::string(kTiny) + " --eval_interval=4 --out_dir=blowup",

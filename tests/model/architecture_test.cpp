@@ -38,6 +38,7 @@ ModelConfig modern(double dropout = 0.1) {
   c.tie_embeddings = false;
   c.logit_softcap = 2.0;
   c.unet_skips = true;  // (3 layers: block 0's output into block 2's input, block 1 without)
+  c.attn_gain = 0.5;
   return c;
 }
 
@@ -94,17 +95,33 @@ TEST(Architecture, TheParameterTableFollowsTheOptions) {
   int64_t all = 0;
   for (const ParamSpec& s : t.specs()) all += s.numel;
   EXPECT_EQ(t.num_params_for_mfu(), all - t.at("wte.weight").numel);
-  EXPECT_EQ(m.architecture().beyond_gpt2().size(), 7u);
+  EXPECT_EQ(m.architecture().beyond_gpt2().size(), 8u);
   const ParamSpec& skips = t.at("skip_weights");
   EXPECT_EQ(skips.shape, (std::vector<int64_t>{1}));
   EXPECT_FALSE(skips.decay);
   EXPECT_FALSE(skips.hidden_matrix);                        // AdamW's, not Muon's
   EXPECT_LT(skips.offset, t.at("h.0.ln_1.weight").offset);  // reported with wte, last
+  // The attention gains: one scalar per block, inside its block's range (reported with it),
+  // AdamW's, starting at attn_gain.
+  for (int l = 0; l < 3; ++l) {
+    const std::string p = "h." + std::to_string(l) + ".";
+    const ParamSpec& g = t.at(p + "attn.gain");
+    EXPECT_EQ(g.shape, (std::vector<int64_t>{1}));
+    EXPECT_FALSE(g.decay);
+    EXPECT_FALSE(g.hidden_matrix);
+    EXPECT_FALSE(g.lowp_only);  // read in float32
+    EXPECT_GT(g.offset, t.at(p + "attn.c_proj.weight").offset);
+    EXPECT_LT(g.offset, t.at(p + "ln_2.weight").offset);
+  }
   {
     GPT init(modern());
     init.init_weights(1);
     EXPECT_EQ(init.params()[skips.offset], 1.0f);
+    EXPECT_EQ(init.params()[t.at("h.1.attn.gain").offset], 0.5f);
   }
+  ModelConfig off = modern();
+  off.attn_gain = 0;
+  EXPECT_EQ(GPT(off).table().find("h.0.attn.gain"), nullptr);
 
   ModelConfig z = modern();
   z.zero_init_proj = true;
@@ -155,6 +172,9 @@ TEST(Architecture, BadOptionsAreErrorsNamingTheKey) {
   c.rope_theta = 0.5;
   expect_error(c, "rope_theta");
   c = modern();
+  c.attn_gain = -0.5;
+  expect_error(c, "attn_gain");
+  c = modern();
   c.n_embd = 30, c.n_head = 2;  // head size 15: rotary pairs need an even one
   expect_error(c, "even head size");
   c.position = "learned";
@@ -167,7 +187,7 @@ TEST(Architecture, EachOptionChangesTheModel) {
   ModelConfig base = modern(0.0);
   base.norm = "layernorm", base.position = "learned", base.qk_norm = false;
   base.activation = "gelu", base.tie_embeddings = true, base.logit_softcap = 0;
-  base.unet_skips = false, base.qk_norm_gain = 1.0;
+  base.unet_skips = false, base.qk_norm_gain = 1.0, base.attn_gain = 0;
   auto loss_of = [](const ModelConfig& c) {
     KernelContext ctx;
     GPT model(c);
@@ -176,7 +196,7 @@ TEST(Architecture, EachOptionChangesTheModel) {
     return model.forward(ctx, x.data(), y.data(), 2, 20, false);
   };
   const float l0 = loss_of(base);
-  std::vector<ModelConfig> variants(7, base);
+  std::vector<ModelConfig> variants(8, base);
   variants[0].norm = "rmsnorm";
   variants[1].position = "rotary";
   variants[2].qk_norm = true;
@@ -184,6 +204,7 @@ TEST(Architecture, EachOptionChangesTheModel) {
   variants[4].tie_embeddings = false;
   variants[5].logit_softcap = 1.0;
   variants[6].unet_skips = true;
+  variants[7].attn_gain = 0.5;
   for (const ModelConfig& v : variants) {
     EXPECT_GT(std::fabs(loss_of(v) - l0), 1e-4) << Architecture::of(v).beyond_gpt2()[0];
   }

@@ -98,6 +98,7 @@ class TorchFixture {
     if (auto* v = opt("logit_softcap")) c.logit_softcap = std::stod(*v);
     if (auto* v = opt("unet_skips")) c.unet_skips = *v == "True";
     if (auto* v = opt("qk_norm_gain")) c.qk_norm_gain = std::stod(*v);
+    if (auto* v = opt("attn_gain")) c.attn_gain = std::stod(*v);
     return c;
   }
 

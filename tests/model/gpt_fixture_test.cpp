@@ -126,19 +126,19 @@ TEST_P(GptFixtureTest, TenStepAdamWTrajectoryMatchesTorch) {
   RecordProperty("trajectory_max_abs_err", fmt::format("{:.3g}", worst));
 }
 
-INSTANTIATE_TEST_SUITE_P(Torch, GptFixtureTest,
-                         ::testing::Values("gpt2_tiny_bias.safetensors",
-                                           "gpt2_tiny_nobias.safetensors",
-                                           "gpt_modern_tiny.safetensors",
-                                           "gpt_modern_unet_tiny.safetensors",
-                                           "gpt_modern_qkgain_tiny.safetensors"),
-                         [](const auto& info) {
-                           const std::string name(info.param);
-                           if (name.find("unet") != std::string::npos) return "ModernUnet";
-                           if (name.find("qkgain") != std::string::npos) return "ModernQkGain";
-                           if (name.find("modern") != std::string::npos) return "Modern";
-                           return name.find("nobias") != std::string::npos ? "NoBias" : "Bias";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Torch, GptFixtureTest,
+    ::testing::Values("gpt2_tiny_bias.safetensors", "gpt2_tiny_nobias.safetensors",
+                      "gpt_modern_tiny.safetensors", "gpt_modern_unet_tiny.safetensors",
+                      "gpt_modern_qkgain_tiny.safetensors", "gpt_modern_attngain_tiny.safetensors"),
+    [](const auto& info) {
+      const std::string name(info.param);
+      if (name.find("unet") != std::string::npos) return "ModernUnet";
+      if (name.find("qkgain") != std::string::npos) return "ModernQkGain";
+      if (name.find("attngain") != std::string::npos) return "ModernAttnGain";
+      if (name.find("modern") != std::string::npos) return "Modern";
+      return name.find("nobias") != std::string::npos ? "NoBias" : "Bias";
+    });
 
 }  // namespace
 }  // namespace nanogpt

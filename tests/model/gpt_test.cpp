@@ -319,6 +319,48 @@ TEST(GptBackward, MatchesFiniteDifferenceWithUnetSkips) {
   }
 }
 
+// The attention branch's learned gain (attn_gain), with and without dropout on the branch: the
+// whole gradient along its direction, and each block's gain alone against its central difference.
+// Gains 0.6 and 1.1 take the backward's division ((residual2 - x) / gain); 0 and 0.004 (below
+// kGainDivideMin) its recomputation of the branch from atty, where the division cannot work.
+TEST(GptBackward, MatchesFiniteDifferenceWithAttnGain) {
+  KernelContext ctx;
+  const int B = 2, T = 16;
+  const std::vector<int> x = random_tokens(B * T, 67, 8), y = random_tokens(B * T, 67, 9);
+  for (double dropout : {0.0, 0.3}) {
+    ModelConfig c = tiny_config(true, dropout);
+    c.n_layer = 2;
+    c.attn_gain = 0.5;
+    GPT model(c);
+    randomize(model, 15);
+    for (const std::vector<float>& gains :
+         {std::vector<float>{0.6f, 1.1f}, std::vector<float>{0.0f, 0.004f}}) {
+      for (int l = 0; l < 2; ++l) {
+        model.params()[model.table().at("h." + std::to_string(l) + ".attn.gain").offset] = gains[l];
+      }
+      const std::string what = fmt::format("dropout {} gains {} {}", dropout, gains[0], gains[1]);
+      EXPECT_LT(directional_derivative_error(model, ctx, x, y, B, T, 99), 5e-3) << what;
+      model.zero_grad();
+      model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+      model.backward(ctx);
+      for (int l = 0; l < 2; ++l) {
+        const int64_t at = model.table().at("h." + std::to_string(l) + ".attn.gain").offset;
+        const double g = model.grads()[at];
+        float& w = model.params()[at];
+        const float w0 = w, h = 1e-2f;
+        w = w0 + h;
+        const double up = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+        w = w0 - h;
+        const double down = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+        w = w0;
+        const double fd = (up - down) / (2.0 * h);
+        EXPECT_GT(std::fabs(g), 1e-4) << what << " block " << l;
+        EXPECT_NEAR(g, fd, 2e-2 * std::fabs(fd) + 1e-4) << what << " block " << l;
+      }
+    }
+  }
+}
+
 // QK-norm with its query gain (qk_norm_gain 2.5), with and without rotary: the whole gradient
 // along its direction (the gain sits inside the normalization's backward). The sharper softmax
 // curves the loss more: at the usual step h = 1e-2 the central difference's O(h^2) error reached
