@@ -95,6 +95,9 @@ LIST
   if grep -q '^unet_skips *= *True' "$1"; then
     echo "no_unet_skips --unet_skips=False"
   fi
+  if grep -q '^attn_gain *= *0*\.\?[0-9]*[1-9]' "$1"; then
+    echo "no_attn_gain --attn_gain=0"
+  fi
   if grep -q '^\(embedding\|head\)_learning_rate *= *[0-9.]*[1-9]' "$1"; then
     echo "no_own_rates --embedding_learning_rate=0 --head_learning_rate=0"
   fi
