@@ -38,6 +38,7 @@ ABLATION_TEXT = {
     "no_context_warmup": "block_size from the start (sequence-length warmup off)",
     "no_own_rates": "learning_rate for embeddings and head (their own rates off)",
     "no_unet_skips": "a plain stack (U-net skips off)",
+    "no_attn_gain": "attention branches without a learned gain (attn_gain off)",
     "attn_dropout_on": "dropout on the attention weights too (attn_dropout = dropout)",
 }
 
@@ -325,6 +326,10 @@ def main():
                 for model, text in ABLATION_TEXT.items():
                     if model in recs:
                         ablation_rows.append((recipe_commit, title, text) + summary(recs[model]))
+                unnamed = sorted(m for m in recs if m not in ABLATION_TEXT and recs[m] is not main_recs)
+                if unnamed:  # an ablation bench/speedrun.sh runs but this table cannot name
+                    sys.exit(f"speedrun_table.py: ablation runs {', '.join(unnamed)} in {sweep_dir} "
+                             "have no text in ABLATION_TEXT: add one for each")
     lines += earlier_records(doc, regenerated)
     lines += ["", "## Ablation: each technique off in turn", "",
               "Each row is our recipe with one technique turned off (the keys in",
