@@ -206,6 +206,23 @@ TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) 
   EXPECT_TRUE(fs::exists(dir_ + "/straight/ckpt/model.safetensors"));
 }
 
+// A model key end to end: training with `keys` resumes bit-exactly (expect_resume_bit_exact's
+// run "straight"), its checkpoint samples with the KV cache with no key repeated, and resuming it
+// with `other` (the key at another value) is refused naming `key`.
+void expect_key_resumes_samples_and_sticks(const std::string& dir, const std::string& keys,
+                                           const std::string& other, const std::string& key) {
+  expect_resume_bit_exact(dir, keys, 8);
+  RunResult g = run_nanogpt(dir,
+                            "sample --out_dir=straight --num_samples=1 --max_new_tokens=20 "
+                            "--temperature=0 --kv_cache=True --start=ROMEO:");
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_NE(g.output.find("ROMEO:"), std::string::npos) << g.output;
+  RunResult r = run_nanogpt(
+      dir, "train " + keys + " " + other + " --max_iters=10 --out_dir=straight --init_from=resume");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find(key), std::string::npos) << r.output;
+}
+
 // QK-norm's query gain end to end: a run resumes bit-exactly, its checkpoint records the gain
 // (sampling with the KV cache needs no key repeated), resuming with another gain is refused naming
 // the key, and the gain without QK-norm is an error naming both keys. (KV-cache decoding against
@@ -214,17 +231,7 @@ TEST_F(CliTest, ModernArchitectureResumesSamplesEstimatesAndRefusesGpt2Exports) 
 TEST_F(CliTest, QkNormGainResumesSamplesAndIsRefusedElsewhere) {
   const std::string keys =
       std::string(kTiny) + " --position=rotary --qk_norm=True --qk_norm_gain=2 --eval_interval=5";
-  expect_resume_bit_exact(dir_, keys, 8);
-  RunResult g = run_nanogpt(dir_,
-                            "sample --out_dir=straight --num_samples=1 --max_new_tokens=20 "
-                            "--temperature=0 --kv_cache=True --start=ROMEO:");
-  ASSERT_EQ(g.exit_code, 0) << g.output;
-  EXPECT_NE(g.output.find("ROMEO:"), std::string::npos) << g.output;
-  RunResult other = run_nanogpt(dir_, "train " + keys +
-                                          " --qk_norm_gain=1 --max_iters=10 --out_dir=straight "
-                                          "--init_from=resume");
-  EXPECT_NE(other.exit_code, 0);
-  EXPECT_NE(other.output.find("qk_norm_gain"), std::string::npos) << other.output;
+  expect_key_resumes_samples_and_sticks(dir_, keys, "--qk_norm_gain=1", "qk_norm_gain");
   RunResult bad = run_nanogpt(
       dir_, "train " + std::string(kTiny) + " --qk_norm_gain=2 --max_iters=2 --out_dir=bad");
   EXPECT_NE(bad.exit_code, 0);
@@ -238,17 +245,7 @@ TEST_F(CliTest, QkNormGainResumesSamplesAndIsRefusedElsewhere) {
 TEST_F(CliTest, AttnGainResumesSamplesAndIsRefusedElsewhere) {
   const std::string keys =
       std::string(kTiny) + " --attn_gain=0.5 --optimizer=muon --eval_interval=5";
-  expect_resume_bit_exact(dir_, keys, 8);
-  RunResult g = run_nanogpt(dir_,
-                            "sample --out_dir=straight --num_samples=1 --max_new_tokens=20 "
-                            "--temperature=0 --kv_cache=True --start=ROMEO:");
-  ASSERT_EQ(g.exit_code, 0) << g.output;
-  EXPECT_NE(g.output.find("ROMEO:"), std::string::npos) << g.output;
-  RunResult other =
-      run_nanogpt(dir_, "train " + keys +
-                            " --attn_gain=0 --max_iters=10 --out_dir=straight --init_from=resume");
-  EXPECT_NE(other.exit_code, 0);
-  EXPECT_NE(other.output.find("attn_gain"), std::string::npos) << other.output;
+  expect_key_resumes_samples_and_sticks(dir_, keys, "--attn_gain=0", "attn_gain");
   RunResult bad = run_nanogpt(
       dir_, "train " + std::string(kTiny) + " --attn_gain=-1 --max_iters=2 --out_dir=bad");
   EXPECT_NE(bad.exit_code, 0);

@@ -284,6 +284,32 @@ TEST(GptBackward, MatchesFiniteDifferenceForDropoutBiasAndGeluVariants) {
   }
 }
 
+// The gradients of single parameters (arena offsets: scalars such as skip and gain weights, whose
+// share of the whole gradient is small) against central differences of the loss, h = 1e-2, each
+// required non-trivial (dropout masks from seed 99).
+void expect_gradients_match_central_differences(GPT& model, KernelContext& ctx,
+                                                const std::vector<int>& x,
+                                                const std::vector<int>& y, int B, int T,
+                                                const std::vector<int64_t>& offsets,
+                                                const std::string& what) {
+  model.zero_grad();
+  model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+  model.backward(ctx);
+  for (int64_t at : offsets) {
+    const double g = model.grads()[at];
+    float& w = model.params()[at];
+    const float w0 = w, h = 1e-2f;
+    w = w0 + h;
+    const double up = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+    w = w0 - h;
+    const double down = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
+    w = w0;
+    const double fd = (up - down) / (2.0 * h);
+    EXPECT_GT(std::fabs(g), 1e-4) << what << ", parameter at " << at;
+    EXPECT_NEAR(g, fd, 2e-2 * std::fabs(fd) + 1e-4) << what << ", parameter at " << at;
+  }
+}
+
 // U-net skips (unet_skips) at 3 layers (one skip, 0 -> 2, the middle block without one) and 4
 // (two, crossing): the whole gradient along its direction, and each skip weight's gradient alone
 // against its central difference (its share of the whole gradient is small).
@@ -301,21 +327,10 @@ TEST(GptBackward, MatchesFiniteDifferenceWithUnetSkips) {
     ASSERT_EQ(skips.numel, layers / 2);
     for (int64_t i = 0; i < skips.numel; ++i) model.params()[skips.offset + i] = 0.8f + 0.3f * i;
     EXPECT_LT(directional_derivative_error(model, ctx, x, y, B, T, 99), 5e-3) << layers;
-    model.zero_grad();
-    model.forward(ctx, x.data(), y.data(), B, T, true, 99);
-    model.backward(ctx);
-    for (int64_t i = 0; i < skips.numel; ++i) {
-      float& w = model.params()[skips.offset + i];
-      const float w0 = w, h = 1e-2f;
-      w = w0 + h;
-      const double up = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
-      w = w0 - h;
-      const double down = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
-      w = w0;
-      const double fd = (up - down) / (2.0 * h), g = model.grads()[skips.offset + i];
-      EXPECT_GT(std::fabs(g), 1e-4) << "skip " << i << " of " << layers << " layers";
-      EXPECT_NEAR(g, fd, 2e-2 * std::fabs(fd) + 1e-4) << "skip " << i << " of " << layers;
-    }
+    std::vector<int64_t> offsets;
+    for (int64_t i = 0; i < skips.numel; ++i) offsets.push_back(skips.offset + i);
+    expect_gradients_match_central_differences(model, ctx, x, y, B, T, offsets,
+                                               fmt::format("skips of {} layers", layers));
   }
 }
 
@@ -340,23 +355,10 @@ TEST(GptBackward, MatchesFiniteDifferenceWithAttnGain) {
       }
       const std::string what = fmt::format("dropout {} gains {} {}", dropout, gains[0], gains[1]);
       EXPECT_LT(directional_derivative_error(model, ctx, x, y, B, T, 99), 5e-3) << what;
-      model.zero_grad();
-      model.forward(ctx, x.data(), y.data(), B, T, true, 99);
-      model.backward(ctx);
-      for (int l = 0; l < 2; ++l) {
-        const int64_t at = model.table().at("h." + std::to_string(l) + ".attn.gain").offset;
-        const double g = model.grads()[at];
-        float& w = model.params()[at];
-        const float w0 = w, h = 1e-2f;
-        w = w0 + h;
-        const double up = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
-        w = w0 - h;
-        const double down = model.forward(ctx, x.data(), y.data(), B, T, true, 99);
-        w = w0;
-        const double fd = (up - down) / (2.0 * h);
-        EXPECT_GT(std::fabs(g), 1e-4) << what << " block " << l;
-        EXPECT_NEAR(g, fd, 2e-2 * std::fabs(fd) + 1e-4) << what << " block " << l;
-      }
+      expect_gradients_match_central_differences(
+          model, ctx, x, y, B, T,
+          {model.table().at("h.0.attn.gain").offset, model.table().at("h.1.attn.gain").offset},
+          what);
     }
   }
 }
