@@ -1,6 +1,10 @@
 # The search behind config/speedrun_shakespeare_char.py (the baby-GPT track). Hyperparameters only
 # are chosen by the loss on the whole validation split; nothing trains on it.
 #
+# Issue 33's seventh step (2026-11-28, session 13): the CPU track's attention gain (attn_gain 0.5)
+# on this recipe, the same way as the sixth: seeds 1337 / 1338 reached at 775 / 900 (the recipe:
+# 775 / 725; 1338 sat at 1.473-1.478 from 750 to 875): no sooner; not kept.
+#
 # Issue 33's sixth step (2026-11-28, session 12): the CPU track's two new settings on this recipe
 # (cosine over 1100), muon_momentum 0.9 with qk_norm_gain 2 (head size 64: logits up to 16),
 # one-thread runs stopping at the target, whole split every 25 from 650: seeds 1337 / 1338 reached
