@@ -52,11 +52,10 @@ class Backend {
     cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
   }
   void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
-                                  const float* b, const float* weight, const float* bias,
-                                  int64_t N, int C,
-                         NormKind norm = NormKind::kLayerNorm) {
+                                  const float* b, const float* weight, const float* bias, int64_t N,
+                                  int C, NormKind norm = NormKind::kLayerNorm, float w = 1.0f) {
     Scope s(profile_, OpClass::kNorm, 9.0 * N * C, 4.0 * N * C * 4);
-    cpu::residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C, norm);
+    cpu::residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C, norm, w);
   }
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       int64_t N, int C, int OC) {
@@ -197,9 +196,9 @@ class Backend {
   void residual_layernorm_forward(float* res, TypedPtr out, float* mean, float* rstd,
                                   const float* a, const float* b, const float* weight,
                                   const float* bias, int64_t N, int C,
-                         NormKind norm = NormKind::kLayerNorm) {
+                                  NormKind norm = NormKind::kLayerNorm, float w = 1.0f) {
     Scope s(profile_, OpClass::kNorm, 9.0 * N * C, double(N) * C * (12 + dtype_size(out.dtype)));
-    cpu::residual_layernorm_forward(ctx_, res, out, mean, rstd, a, b, weight, bias, N, C, norm);
+    cpu::residual_layernorm_forward(ctx_, res, out, mean, rstd, a, b, weight, bias, N, C, norm, w);
   }
   void layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                           const float* inp, const float* weight, const float* mean,

@@ -111,10 +111,12 @@ void matmul_backward_overwrite(KernelContext& ctx, float* dinp, float* dweight, 
 void gelu_backward_overwrite(float* dinp, const float* inp, const float* dout, int64_t N,
                              MlpActivation kind);
 // res (N, C) = a + b, then out, mean, rstd = layernorm_forward(res): the same values as
-// residual_forward followed by layernorm_forward (bit-identical), in one pass (fused=True).
+// residual_forward followed by layernorm_forward (bit-identical), in one pass (fused=True). With a
+// branch weight w != 1, res = a + w * b: skip_forward(res, a, b, w) then layernorm_forward, bit
+// for bit (the attention gain's residual).
 void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
                                 const float* b, const float* weight, const float* bias, int64_t N,
-                                int C, NormKind norm = NormKind::kLayerNorm);
+                                int C, NormKind norm = NormKind::kLayerNorm, float w = 1.0f);
 // Naive causal attention (nanoGPT's non-flash path): same math, dropout mask and scale as
 // attention_forward, but the masked softmax probabilities are materialized in att (B, NH, T, T)
 // (zero above the diagonal) and kept for the backward instead of lse. Memory O(B NH T^2).

@@ -74,12 +74,13 @@ void layernorm_forward(KernelContext& ctx, TypedPtr out, float* mean, float* rst
 void layernorm_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
                         ConstTypedPtr dout, const float* inp, const float* weight,
                         const float* mean, const float* rstd, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
-// res (N, C) = a + b (the float32 residual stream), then out (any dtype), mean, rstd =
-// layernorm_forward(res): bit-identical to residual_forward followed by layernorm_forward, in one
-// pass (fused=True).
+// res (N, C) = a + w * b (the float32 residual stream), then out (any dtype), mean, rstd =
+// layernorm_forward(res): bit-identical to residual_forward (w 1) or skip_forward (w) followed by
+// layernorm_forward, in one pass (fused=True).
 void residual_layernorm_forward(KernelContext& ctx, float* res, TypedPtr out, float* mean,
                                 float* rstd, const float* a, const float* b, const float* weight,
-                                const float* bias, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
+                                const float* bias, int64_t N, int C,
+                                NormKind norm = NormKind::kLayerNorm, float w = 1.0f);
 void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind);
 void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                    int64_t N, MlpActivation kind);

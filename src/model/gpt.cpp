@@ -4,9 +4,10 @@
 //           -> residual3 = residual2 + .
 // U-net skips (unet_skips): the last n_layer/2 blocks' inputs get the first n_layer/2 blocks'
 // outputs added in mirror order, each times a learned weight (skip_input = x + w * source).
-// The attention branch's learned gain (attn_gain): residual2 = x + gain * branch (no fused
-// residual + norm there); its backward recovers the branch as (residual2 - x) / gain.
-// Head:   lnf -> logits = lnf . wte^T (tied, or lm_head^T) -> [soft-cap] -> cross-entropy over the
+// The attention branch's learned gain (attn_gain): residual2 = x + gain * branch (the fused
+// residual + norm with a branch weight); its backward recovers the branch as (residual2 - x) /
+// gain. Head:   lnf -> logits = lnf . wte^T (tied, or lm_head^T) -> [soft-cap] -> cross-entropy
+// over the
 //         first V columns, in chunks of rows, fused with its backward in training (the (N, Vp)
 //         logits are never held).
 // What each step is (LayerNorm or RMSNorm, learned or rotary positions, GELU or ReLU², ...) is
@@ -238,13 +239,14 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   ops.matmul_forward(a.branch, la.atty, lowp(bw.attprojw, lbw.attprojw), bw.attprojb, N, C, C);
   if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
   const float* attn_out = a.branch;
-  if (bw.attn_gain) {  // residual2 = x + gain * branch, then ln_2
+  if (fuse_res_ln) {  // residual2 = x + gain * branch (gain 1 without attn_gain), then ln_2
+    ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
+                                   bw.ln2w, bw.ln2b, N, C, norm,
+                                   bw.attn_gain ? *bw.attn_gain : 1.0f);
+  } else if (bw.attn_gain) {
     ops.skip_forward(la.residual2, x, attn_out, *bw.attn_gain, N * C);
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
                           norm);
-  } else if (fuse_res_ln) {
-    ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
-                                   bw.ln2w, bw.ln2b, N, C, norm);
   } else {
     ops.residual_forward(la.residual2, x, attn_out, N * C);
     ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,

@@ -4,11 +4,13 @@
 // differences of a double-precision copy of the forward written here (tolerance and reasoning as
 // ref_gradcheck_test.cpp: 1e-5 (1 + |fd|)). Tier 1: the dispatched cpu kernels against the ref on
 // every CPU target this machine runs, in float32 and bfloat16.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -274,38 +276,46 @@ TEST(ArchOpsCpu, Relu2MatchesTheReferenceOnEveryTarget) {
   });
 }
 
+// (n_embd, n_head): heads of 16 (the per-head loops on every target), 32 and 64 (the row-wise
+// path where a head's halves are whole vectors: AVX-512 and narrower).
+constexpr std::pair<int, int> kQkShapes[] = {{48, 3}, {128, 4}, {128, 2}};
+
 class QkCpu : public ::testing::TestWithParam<DType> {};
 
 TEST_P(QkCpu, NormAndRotaryMatchTheReferenceOnEveryTarget) {
   const DType dtype = GetParam();
   const int64_t N = 24;
-  const int T = 8, C = 48, NH = 3, HS = C / NH;
-  std::vector<float> cos, sin;
-  rotary_tables(T + 5, HS, 10000.0, cos, sin);
-  const auto qkv0 = random_normal(size_t(N) * 3 * C, 1), dout = random_normal(size_t(N) * 3 * C, 2);
-  // ref: forward norm then rotary (pos0 5); backward norm (in the rotated frame) then rotary.
-  Lowp want(qkv0, dtype), want_g(dout, dtype);
-  std::vector<float> want_rstd(size_t(N) * 2 * NH);
-  ref::qk_rmsnorm_forward(want.ptr(), want_rstd.data(), N, C, NH);
-  ref::rotary_forward(want.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
-  ref::qk_rmsnorm_backward(want_g.ptr(), want.ptr(), want_rstd.data(), N, C, NH);
-  ref::rotary_backward(want_g.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
-  // float32: a few float roundings apart; 16 bits: at most a unit of the last place apart.
-  const double tol = dtype == DType::kF32 ? 2e-6 : 2 * testing::unit_roundoff(dtype) * 8;
-  for_each_target([&](const std::string& target) {
-    for (int threads : {1, 2}) {
-      testing::ScopedOmpThreads omp(threads);
-      Lowp y(qkv0, dtype), g(dout, dtype);
-      std::vector<float> rstd(want_rstd.size());
-      cpu::qk_rmsnorm_forward(y.ptr(), rstd.data(), N, C, NH);
-      cpu::rotary_forward(y.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
-      cpu::qk_rmsnorm_backward(g.ptr(), want.ptr(), want_rstd.data(), N, C, NH);
-      cpu::rotary_backward(g.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
-      expect_within(rstd, want_rstd, 1e-5, target + " rstd");
-      expect_within(y.values(), want.values(), tol, target + " forward");
-      expect_within(g.values(), want_g.values(), tol * 4, target + " backward");
-    }
-  });
+  for (const auto& [c, nh] : kQkShapes) {
+    const int T = 8, C = c, NH = nh, HS = C / NH;
+    const std::string shape = fmt::format(" HS {}", HS);
+    std::vector<float> cos, sin;
+    rotary_tables(T + 5, HS, 10000.0, cos, sin);
+    const auto qkv0 = random_normal(size_t(N) * 3 * C, 1),
+               dout = random_normal(size_t(N) * 3 * C, 2);
+    // ref: forward norm then rotary (pos0 5); backward norm (in the rotated frame) then rotary.
+    Lowp want(qkv0, dtype), want_g(dout, dtype);
+    std::vector<float> want_rstd(size_t(N) * 2 * NH);
+    ref::qk_rmsnorm_forward(want.ptr(), want_rstd.data(), N, C, NH);
+    ref::rotary_forward(want.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
+    ref::qk_rmsnorm_backward(want_g.ptr(), want.ptr(), want_rstd.data(), N, C, NH);
+    ref::rotary_backward(want_g.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
+    // float32: a few float roundings apart; 16 bits: at most a unit of the last place apart.
+    const double tol = dtype == DType::kF32 ? 2e-6 : 2 * testing::unit_roundoff(dtype) * 8;
+    for_each_target([&](const std::string& target) {
+      for (int threads : {1, 2}) {
+        testing::ScopedOmpThreads omp(threads);
+        Lowp y(qkv0, dtype), g(dout, dtype);
+        std::vector<float> rstd(want_rstd.size());
+        cpu::qk_rmsnorm_forward(y.ptr(), rstd.data(), N, C, NH);
+        cpu::rotary_forward(y.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
+        cpu::qk_rmsnorm_backward(g.ptr(), want.ptr(), want_rstd.data(), N, C, NH);
+        cpu::rotary_backward(g.ptr(), cos.data(), sin.data(), N, T, 5, C, NH);
+        expect_within(rstd, want_rstd, 1e-5, target + shape + " rstd");
+        expect_within(y.values(), want.values(), tol, target + shape + " forward");
+        expect_within(g.values(), want_g.values(), tol * 4, target + shape + " backward");
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, QkCpu, ::testing::Values(DType::kF32, DType::kBF16));
@@ -319,77 +329,82 @@ class QkFused : public ::testing::TestWithParam<std::tuple<DType, bool, bool, fl
 TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
   const auto [dtype, norm, rotary, gain] = GetParam();
   const int64_t N = 24;
-  const int T = 8, C = 48, NH = 3, HS = C / NH, pos0 = 5;
-  const double theta = 10000.0;
-  std::vector<float> cos, sin;
-  rotary_tables(T + pos0, HS, theta, cos, sin);
-  const float* cp = rotary ? cos.data() : nullptr;
-  const float* sp = rotary ? sin.data() : nullptr;
-  const auto qkv0 = random_normal(size_t(N) * 3 * C, 1), dout = random_normal(size_t(N) * 3 * C, 2);
-  Lowp want(qkv0, dtype), want_g(dout, dtype);
-  std::vector<float> want_rstd(size_t(N) * 2 * NH, -1.0f);
-  float* want_r = norm ? want_rstd.data() : nullptr;
-  ref::qk_norm_rotary_forward(want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
-  ref::qk_norm_rotary_backward(want_g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
-  if (dtype == DType::kF32) {
-    // The ref against the double forward (rows at positions pos0 + n % T) and its gradient.
-    Vd qkv = to_d(qkv0);
-    auto forward_d = [&] {
-      Vd out = qkv;
-      const int half = HS / 2;
-      for (int64_t n = 0; n < N; ++n) {
-        for (int j = 0; j < 2 * NH; ++j) {
-          double* v = &out[size_t(n) * 3 * C + size_t(j) * HS];
-          if (norm) {
-            double ss = 0;
-            for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
-            const double g = j < NH ? double{gain} : 1.0;  // Q's heads first
-            for (int i = 0; i < HS; ++i) v[i] *= g / std::sqrt(ss / HS + 1e-5);
-          }
-          if (rotary) {
-            const int64_t p = pos0 + n % T;
-            for (int i = 0; i < half; ++i) {
-              const double c = cos[p * half + i], s = sin[p * half + i], a = v[i], b = v[i + half];
-              v[i] = a * c - b * s;
-              v[i + half] = a * s + b * c;
+  for (const auto& [c, nh] : kQkShapes) {
+    const int T = 8, C = c, NH = nh, HS = C / NH, pos0 = 5;
+    const std::string shape = fmt::format(" HS {}", HS);
+    const double theta = 10000.0;
+    std::vector<float> cos, sin;
+    rotary_tables(T + pos0, HS, theta, cos, sin);
+    const float* cp = rotary ? cos.data() : nullptr;
+    const float* sp = rotary ? sin.data() : nullptr;
+    const auto qkv0 = random_normal(size_t(N) * 3 * C, 1),
+               dout = random_normal(size_t(N) * 3 * C, 2);
+    Lowp want(qkv0, dtype), want_g(dout, dtype);
+    std::vector<float> want_rstd(size_t(N) * 2 * NH, -1.0f);
+    float* want_r = norm ? want_rstd.data() : nullptr;
+    ref::qk_norm_rotary_forward(want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
+    ref::qk_norm_rotary_backward(want_g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
+    if (dtype == DType::kF32) {
+      // The ref against the double forward (rows at positions pos0 + n % T) and its gradient.
+      Vd qkv = to_d(qkv0);
+      auto forward_d = [&] {
+        Vd out = qkv;
+        const int half = HS / 2;
+        for (int64_t n = 0; n < N; ++n) {
+          for (int j = 0; j < 2 * NH; ++j) {
+            double* v = &out[size_t(n) * 3 * C + size_t(j) * HS];
+            if (norm) {
+              double ss = 0;
+              for (int i = 0; i < HS; ++i) ss += v[i] * v[i];
+              const double g = j < NH ? double{gain} : 1.0;  // Q's heads first
+              for (int i = 0; i < HS; ++i) v[i] *= g / std::sqrt(ss / HS + 1e-5);
+            }
+            if (rotary) {
+              const int64_t p = pos0 + n % T;
+              for (int i = 0; i < half; ++i) {
+                const double c = cos[p * half + i], s = sin[p * half + i], a = v[i],
+                             b = v[i + half];
+                v[i] = a * c - b * s;
+                v[i + half] = a * s + b * c;
+              }
             }
           }
         }
-      }
-      return out;
-    };
-    const Vd y = forward_d();
-    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(want.values()[i], y[i], 1e-6) << i;
-    check_grad(
-        qkv, [&] { return dot(forward_d(), dout); }, want_g.values(), "fused dqkv");
-  }
-  const double tol = dtype == DType::kF32 ? 2e-6 : 2 * testing::unit_roundoff(dtype) * 8;
-  for_each_target([&](const std::string& target) {
-    for (int threads : {1, 2}) {
-      testing::ScopedOmpThreads omp(threads);
-      Lowp y(qkv0, dtype), g(dout, dtype);
-      std::vector<float> rstd(want_rstd.size(), -1.0f);
-      float* r = norm ? rstd.data() : nullptr;
-      cpu::qk_norm_rotary_forward(y.ptr(), r, cp, sp, N, T, pos0, C, NH, gain);
-      cpu::qk_norm_rotary_backward(g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
-      expect_within(rstd, want_rstd, 1e-5, target + " rstd");
-      expect_within(y.values(), want.values(), tol, target + " forward");
-      expect_within(g.values(), want_g.values(), tol * 4, target + " backward");
-      if (dtype != DType::kF32 || gain != 1.0f) continue;
-      // float32: the same bits as the two ops one after the other.
-      std::vector<float> y2 = qkv0, g2 = dout, rstd2(want_rstd.size(), -1.0f);
-      if (norm) cpu::qk_rmsnorm_forward(TypedPtr(y2.data()), rstd2.data(), N, C, NH);
-      if (rotary) cpu::rotary_forward(TypedPtr(y2.data()), cp, sp, N, T, pos0, C, NH);
-      if (norm) {
-        cpu::qk_rmsnorm_backward(TypedPtr(g2.data()), ConstTypedPtr(want.values().data()),
-                                 want_rstd.data(), N, C, NH);
-      }
-      if (rotary) cpu::rotary_backward(TypedPtr(g2.data()), cp, sp, N, T, pos0, C, NH);
-      EXPECT_EQ(y.values(), y2) << target << " forward bits";
-      EXPECT_EQ(g.values(), g2) << target << " backward bits";
-      EXPECT_EQ(rstd, rstd2) << target << " rstd bits";
+        return out;
+      };
+      const Vd y = forward_d();
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(want.values()[i], y[i], 1e-6) << i;
+      check_grad(
+          qkv, [&] { return dot(forward_d(), dout); }, want_g.values(), "fused dqkv" + shape);
     }
-  });
+    const double tol = dtype == DType::kF32 ? 2e-6 : 2 * testing::unit_roundoff(dtype) * 8;
+    for_each_target([&](const std::string& target) {
+      for (int threads : {1, 2}) {
+        testing::ScopedOmpThreads omp(threads);
+        Lowp y(qkv0, dtype), g(dout, dtype);
+        std::vector<float> rstd(want_rstd.size(), -1.0f);
+        float* r = norm ? rstd.data() : nullptr;
+        cpu::qk_norm_rotary_forward(y.ptr(), r, cp, sp, N, T, pos0, C, NH, gain);
+        cpu::qk_norm_rotary_backward(g.ptr(), want.ptr(), want_r, cp, sp, N, T, pos0, C, NH, gain);
+        expect_within(rstd, want_rstd, 1e-5, target + shape + " rstd");
+        expect_within(y.values(), want.values(), tol, target + shape + " forward");
+        expect_within(g.values(), want_g.values(), tol * 4, target + shape + " backward");
+        if (dtype != DType::kF32 || gain != 1.0f) continue;
+        // float32: the same bits as the two ops one after the other.
+        std::vector<float> y2 = qkv0, g2 = dout, rstd2(want_rstd.size(), -1.0f);
+        if (norm) cpu::qk_rmsnorm_forward(TypedPtr(y2.data()), rstd2.data(), N, C, NH);
+        if (rotary) cpu::rotary_forward(TypedPtr(y2.data()), cp, sp, N, T, pos0, C, NH);
+        if (norm) {
+          cpu::qk_rmsnorm_backward(TypedPtr(g2.data()), ConstTypedPtr(want.values().data()),
+                                   want_rstd.data(), N, C, NH);
+        }
+        if (rotary) cpu::rotary_backward(TypedPtr(g2.data()), cp, sp, N, T, pos0, C, NH);
+        EXPECT_EQ(y.values(), y2) << target << shape << " forward bits";
+        EXPECT_EQ(g.values(), g2) << target << shape << " backward bits";
+        EXPECT_EQ(rstd, rstd2) << target << shape << " rstd bits";
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -2,12 +2,14 @@
 // scalar definitions; cpu bf16/fp16 matmuls, LayerNorm, GELU and attention against the ref ops
 // with tolerances derived from the unit roundoff u of the storage type (bf16 2^-8, fp16 2^-11)
 // and of float32 (2^-24) and from the reduction length K.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <tuple>
 
 #include "core/float16.h"
@@ -16,8 +18,8 @@
 #include "kernels/context.h"
 #include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/context_impl.h"
-#include "lowp_tensor.h"
 #include "kernels/ops_lowp.h"
+#include "lowp_tensor.h"
 
 namespace nanogpt {
 namespace {
@@ -281,6 +283,43 @@ TEST_P(LowpOpsTest, LayerNormForwardAndBackward) {
   expect_float_agreement(dw, dw_r, t, "layernorm dweight");
   expect_float_agreement(db, db_r, t, "layernorm dbias");
   expect_within(di, di_w, 0.0, "dinp equals the float32 kernel on widened dout");
+}
+
+// The attention gain's residual (attn_gain) in the fused pass: residual_layernorm_forward with a
+// branch weight w equals skip_forward(res, a, b, w) then layernorm_forward bit for bit, with a
+// float32 and a 16-bit output, LayerNorm and RMSNorm, on every target; w = 1 is the plain sum.
+TEST_P(LowpOpsTest, ResidualLayerNormWithBranchWeightEqualsSkipThenNorm) {
+  const DType t = GetParam();
+  KernelContext ctx;
+  const int N = 37, C = 96;
+  const auto a = random_normal(size_t(N) * C, 18, 2.0f), b = random_normal(size_t(N) * C, 19);
+  const auto w = random_normal(C, 12), bi = random_normal(C, 13);
+  testing::for_each_target([&](const std::string& target) {
+    for (DType out_t : {DType::kF32, t}) {
+      for (NormKind norm : {NormKind::kLayerNorm, NormKind::kRmsNorm}) {
+        for (float gain : {0.37f, 1.0f}) {
+          const float* bias = norm == NormKind::kLayerNorm ? bi.data() : nullptr;
+          std::vector<float> res(size_t(N) * C), m(N), r(N), res_u(res.size()), m_u(N), r_u(N);
+          Lowp out(std::vector<float>(res.size()), out_t);
+          Lowp out_u(std::vector<float>(res.size()), out_t);
+          cpu::residual_layernorm_forward(ctx, res.data(), out.ptr(), m.data(), r.data(), a.data(),
+                                          b.data(), w.data(), bias, N, C, norm, gain);
+          cpu::skip_forward(res_u.data(), a.data(), b.data(), gain, int64_t{N} * C);
+          cpu::layernorm_forward(ctx, out_u.ptr(), m_u.data(), r_u.data(), res_u.data(), w.data(),
+                                 bias, N, C, norm);
+          const std::string where = fmt::format("{} {} gain {} {}", target, dtype_name(out_t), gain,
+                                                norm == NormKind::kRmsNorm ? "rms" : "ln");
+          EXPECT_EQ(res, res_u) << where;
+          EXPECT_TRUE(out == out_u) << where;
+          EXPECT_EQ(r, r_u) << where;
+          if (gain != 1.0f) continue;
+          std::vector<float> sum(res.size());
+          cpu::residual_forward(sum.data(), a.data(), b.data(), int64_t{N} * C);
+          EXPECT_EQ(res, sum) << where << " (the plain sum)";
+        }
+      }
+    }
+  });
 }
 
 // fused=True in 16-bit runs: the residual add (float32) and the LayerNorm with a 16-bit output in

@@ -183,16 +183,36 @@ void LayernormForward(float* out, float* mean, float* rstd, const float* inp, co
   }
 }
 
-// The residual add feeding the next LayerNorm, in one pass: each row of res = a + b is summed
+// r (C) = a + w * b: a + b exactly at w = 1, else skip_forward's floats (Highway's MulAdd, as
+// there: fused where the target has FMA).
+HWY_INLINE void weighted_residual_row(float* r, const float* a, const float* b, float w, int C) {
+  if (w == 1.0f) {
+#pragma omp simd
+    for (int c = 0; c < C; ++c) r[c] = a[c] + b[c];
+    return;
+  }
+  const row_reduce::DF d;
+  const auto wv = hn::Set(d, w);
+  row_reduce::row_for_each(C, [&](int c, int count) {
+    if (count == static_cast<int>(hn::Lanes(d))) {
+      hn::StoreU(hn::MulAdd(wv, hn::LoadU(d, b + c), hn::LoadU(d, a + c)), d, r + c);
+    } else {
+      row_reduce::store_part(
+          hn::MulAdd(wv, row_reduce::load_part(b + c, count), row_reduce::load_part(a + c, count)),
+          r + c, count);
+    }
+  });
+}
+
+// The residual add feeding the next LayerNorm, in one pass: each row of res = a + w * b is summed
 // while it is in cache and normalized right away (one parallel region, one read of a and b).
 void ResidualLayernormForward(float* res, float* out, float* mean, float* rstd, const float* a,
                               const float* b, const float* weight, const float* bias, int64_t N,
-                              int C, NormKind norm) {
+                              int C, NormKind norm, float w) {
 #pragma omp parallel for schedule(static) if (worth_parallel(4 * N * C))
   for (int64_t n = 0; n < N; ++n) {
     float* r = res + n * C;
-#pragma omp simd
-    for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
+    weighted_residual_row(r, a + n * C, b + n * C, w, C);
     layernorm_row(out + n * C, mean + n, rstd + n, r, weight, bias, C, norm);
   }
 }
@@ -222,9 +242,9 @@ void LayernormForwardTyped(TypedPtr out, float* mean, float* rstd, const float* 
 
 void ResidualLayernormForwardTyped(float* res, TypedPtr out, float* mean, float* rstd,
                                    const float* a, const float* b, const float* weight,
-                                   const float* bias, int64_t N, int C, NormKind norm) {
+                                   const float* bias, int64_t N, int C, NormKind norm, float w) {
   if (float* o = out.f32()) {
-    return ResidualLayernormForward(res, o, mean, rstd, a, b, weight, bias, N, C, norm);
+    return ResidualLayernormForward(res, o, mean, rstd, a, b, weight, bias, N, C, norm, w);
   }
 #pragma omp parallel if (worth_parallel(4 * N * C))
   {
@@ -232,8 +252,7 @@ void ResidualLayernormForwardTyped(float* res, TypedPtr out, float* mean, float*
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
       float* r = res + n * C;  // (C) float32 residual stream
-#pragma omp simd
-      for (int c = 0; c < C; ++c) r[c] = a[n * C + c] + b[n * C + c];
+      weighted_residual_row(r, a + n * C, b + n * C, w, C);
       layernorm_row(row.data(), mean + n, rstd + n, r, weight, bias, C, norm);
       NarrowSpan(out.at(n * C), row.data(), C);
     }
@@ -275,9 +294,9 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 
 void residual_layernorm_forward(float* res, float* out, float* mean, float* rstd, const float* a,
                                 const float* b, const float* weight, const float* bias, int64_t N,
-                                int C, NormKind norm) {
+                                int C, NormKind norm, float w) {
   HWY_DYNAMIC_DISPATCH(ResidualLayernormForward)
-  (res, out, mean, rstd, a, b, weight, bias, N, C, norm);
+  (res, out, mean, rstd, a, b, weight, bias, N, C, norm, w);
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -294,9 +313,9 @@ void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, c
 
 void residual_layernorm_forward(KernelContext&, float* res, TypedPtr out, float* mean, float* rstd,
                                 const float* a, const float* b, const float* weight,
-                                const float* bias, int64_t N, int C, NormKind norm) {
+                                const float* bias, int64_t N, int C, NormKind norm, float w) {
   HWY_DYNAMIC_DISPATCH(ResidualLayernormForwardTyped)
-  (res, out, mean, rstd, a, b, weight, bias, N, C, norm);
+  (res, out, mean, rstd, a, b, weight, bias, N, C, norm, w);
 }
 
 void layernorm_backward(KernelContext&, float* dinp, float* dweight, float* dbias,
