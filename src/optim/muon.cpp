@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/parallel_for.h"
+#include "optim/muon_loops.h"
 
 namespace nanogpt {
 
@@ -48,20 +49,14 @@ int64_t aligned_bytes(int64_t n, int64_t element_bytes) {
 // the sharded step computes the same floats.
 void momentum_pass(float* buf, float* d, const float* g, int64_t n, float mu, bool nesterov) {
   parallel_ranges(n, n >= kParallelMin, [&](int64_t j0, int64_t j1) {
-#pragma omp simd
-    for (int64_t j = j0; j < j1; ++j) {
-      const float b = mu * buf[j] + g[j];
-      buf[j] = b;
-      d[j] = nesterov ? g[j] + mu * b : b;
-    }
+    muon_loops::momentum(buf + j0, d + j0, g + j0, j1 - j0, mu, nesterov);
   });
 }
 
 // p (n) = p * keep - step * o.
 void update_pass(float* p, const float* o, int64_t n, float keep, float step) {
   parallel_ranges(n, n >= kParallelMin, [&](int64_t j0, int64_t j1) {
-#pragma omp simd
-    for (int64_t j = j0; j < j1; ++j) p[j] = p[j] * keep - step * o[j];
+    muon_loops::update(p + j0, o + j0, j1 - j0, keep, step);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/parallel_for.h"
 #include "kernels/ops_lowp.h"
+#include "optim/muon_loops.h"
 
 namespace nanogpt {
 
@@ -114,8 +115,7 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
   // the transposed forms below, so that no transpose is copied.
   float* x = x_.data();
   parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
-#pragma omp simd
-    for (int64_t i = i0; i < i1; ++i) x[i] = m[i] * inv;
+    muon_loops::scale_into(x + i0, m + i0, i1 - i0, inv);
   });
   const auto k = kMuonQuintic;
   const float ka = static_cast<float>(k.a), kb = static_cast<float>(k.b),
@@ -134,7 +134,7 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
     const ConstTypedPtr al = matmul_input(a_lowp_, a, r * r);
     // A A (r, r) = A A^T: A is symmetric (up to the rounding of its two triangles).
     cpu::matmul_forward(ctx_, aa, al, al, nullptr, r, ri, ri);
-    for (int64_t i = 0; i < r * r; ++i) b[i] = kb * a[i] + kc * aa[i];
+    muon_loops::combine(b, a, aa, r * r, kb, kc);  // B = b A + c A A
     const ConstTypedPtr bl = matmul_input(b_lowp_, b, r * r);
     if (tr) {
       // (B X)^T (c, r) = x B^T: the forward form, inp x (c, r), weight B (r, r).
@@ -144,8 +144,7 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
       cpu::matmul_backward_overwrite(ctx_, bx, nullptr, nullptr, bl, xl, xl, r, ci, ri);
     }
     parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
-#pragma omp simd
-      for (int64_t i = i0; i < i1; ++i) x[i] = ka * x[i] + bx[i];
+      muon_loops::scale_add(x + i0, bx + i0, i1 - i0, ka);
     });
   }
   std::copy(x, x + n, out);  // (rows, cols) either way
