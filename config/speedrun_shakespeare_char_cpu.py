@@ -49,7 +49,9 @@ max_iters = 135
 lr_decay_iters = 135
 
 # time to target on the whole validation split, checked late and often; the ordinary eval
-# (sampled batches) kept to a minimum
+# (sampled batches) kept to a minimum: none at iteration 0 (it only logged the untrained loss),
+# one at the end
+eval_at_start = False
 target_loss = 1.88
 target_eval_from = 120
 target_eval_interval = 5

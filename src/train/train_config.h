@@ -19,6 +19,7 @@ struct TrainConfig {
   int64_t log_interval = 1;
   int64_t eval_iters = 200;
   bool eval_only = false;
+  bool eval_at_start = true;
   // time to target (train/time_to_target.h)
   double target_loss = 0;
   int64_t target_eval_interval = 100;
@@ -69,6 +70,10 @@ struct TrainConfig {
     v("log_interval", log_interval, "print a log line every this many iterations");
     v("eval_iters", eval_iters, "batches per split in each evaluation");
     v("eval_only", eval_only, "evaluate once and exit");
+    v("eval_at_start", eval_at_start,
+      "the train/val evaluation at the run's first iteration (nanoGPT's step 0); False skips it "
+      "(time-to-target runs, where the whole-split evaluations are what count); the evaluations "
+      "every eval_interval after it and at the end are kept");
     v("target_loss", target_loss,
       "time to target: > 0 evaluates the loss on the whole validation split (every token a "
       "target once) every target_eval_interval iterations and at the end, and reports the wall "

@@ -682,8 +682,10 @@ class TrainingRun {
                                    : evaluate_full_validation();
         stop_here = at_target && config_.stop_at_target;
       }
-      const bool eval_now = iter_num_ % config_.eval_interval == 0 ||
-                            iter_num_ == config_.max_iters || config_.eval_only || stop_here;
+      const bool interval_eval = iter_num_ % config_.eval_interval == 0 &&
+                                 (iter_num_ != first_iter || config_.eval_at_start);
+      const bool eval_now =
+          interval_eval || iter_num_ == config_.max_iters || config_.eval_only || stop_here;
       // ZeRO-1: every rank sends its shard of the optimizer state for rank 0's checkpoint.
       if (eval_now && iter_num_ > 0 && !config_.eval_only) gather_for_save();
       if (dp_->is_main() && eval_now) evaluate_and_maybe_save();

@@ -124,6 +124,12 @@ inline RunResult run_and_signal(const std::string& cwd, const std::string& comma
   return run_command(cwd, "bash '" + script + "'");
 }
 
+// The bytes of the file at path ("" when it cannot be read).
+inline std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 // A run that trains to iter 4 (checkpoint at eval 4), then resumes with a learning rate of 1e30:
 // the weights pass float range after one step, so the next loss (or its gradient) is not finite
 // and the run must stop at iter 5 with a message naming each of `causes`, leaving iter 4's
@@ -134,12 +140,8 @@ inline void expect_non_finite_stop_keeps_checkpoint(const std::string& dir,
                                                     const std::vector<std::string>& causes) {
   RunResult r = run_nanogpt(dir, "train " + common + " --max_iters=4 --lr_decay_iters=4");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto read_all = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-  };
-  const std::string state_before = read_all(dir + "/blowup/ckpt/state.json");
-  const std::string weights_before = read_all(dir + "/blowup/ckpt/model.safetensors");
+  const std::string state_before = read_file_bytes(dir + "/blowup/ckpt/state.json");
+  const std::string weights_before = read_file_bytes(dir + "/blowup/ckpt/model.safetensors");
   r = run_nanogpt(dir, "train " + common +
                            " --init_from=resume --max_iters=12 --lr_decay_iters=12 "
                            "--learning_rate=1e30 --min_lr=1e30 --grad_clip=0 "
@@ -152,8 +154,8 @@ inline void expect_non_finite_stop_keeps_checkpoint(const std::string& dir,
     EXPECT_NE(r.output.find(cause), std::string::npos) << cause << "\n" << r.output;
   }
   // The checkpoint is untouched: still iter 4's state and weights, and it resumes.
-  EXPECT_TRUE(read_all(dir + "/blowup/ckpt/state.json") == state_before);
-  EXPECT_TRUE(read_all(dir + "/blowup/ckpt/model.safetensors") == weights_before);
+  EXPECT_TRUE(read_file_bytes(dir + "/blowup/ckpt/state.json") == state_before);
+  EXPECT_TRUE(read_file_bytes(dir + "/blowup/ckpt/model.safetensors") == weights_before);
   r = run_nanogpt(dir, "train " + common + " --init_from=resume --max_iters=6 --lr_decay_iters=6");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }

@@ -95,13 +95,9 @@ TEST_F(StopCli, AFullDiskStopsTrainingAndKeepsTheLastGoodCheckpoint) {
   const std::string keys = std::string(kKeys) + " --out_dir=disk --eval_interval=5";
   RunResult r = run_nanogpt(dir_, "train " + keys + " --max_iters=5");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto read_all = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-  };
   std::map<std::string, std::string> before;
   for (const auto& f : std::filesystem::directory_iterator(dir_ + "/disk/ckpt")) {
-    before[f.path().filename().string()] = read_all(f.path().string());
+    before[f.path().filename().string()] = read_file_bytes(f.path().string());
   }
   ASSERT_GE(before.size(), 4u);
   r = run_command(dir_, "trap '' XFSZ; OMP_NUM_THREADS=2 prlimit --fsize=100000 '" +
@@ -116,7 +112,7 @@ TEST_F(StopCli, AFullDiskStopsTrainingAndKeepsTheLastGoodCheckpoint) {
       << r.output;
   std::map<std::string, std::string> after;
   for (const auto& f : std::filesystem::directory_iterator(dir_ + "/disk/ckpt")) {
-    after[f.path().filename().string()] = read_all(f.path().string());
+    after[f.path().filename().string()] = read_file_bytes(f.path().string());
   }
   EXPECT_TRUE(after == before) << "the last good checkpoint changed";
   for (const auto& f : std::filesystem::directory_iterator(dir_ + "/disk")) {

@@ -117,5 +117,30 @@ TEST_F(TimeToTargetE2e, NotReachedSaysTheBestAndTheKeysErrorsReachTheUser) {
   EXPECT_NE(wsd.output.find("cooldown = 'cosine'"), std::string::npos) << wsd.output;
 }
 
+// eval_at_start=False (the CPU speedrun's recipe): no sampled train/val evaluation at iteration 0,
+// the one at the end is kept, and the run trains the same model bit for bit.
+TEST_F(TimeToTargetE2e, EvalAtStartFalseSkipsOnlyTheFirstSampledEvaluation) {
+  const std::string keys = std::string("train ") + kTinyKeys +
+                           " --target_loss=0 --max_iters=12 --always_save_checkpoint=True";
+  RunResult with = run_nanogpt(dir_, keys + " --out_dir=with");
+  RunResult without = run_nanogpt(dir_, keys + " --eval_at_start=False --out_dir=without");
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  EXPECT_NE(with.output.find("step 0: train loss"), std::string::npos) << with.output;
+  EXPECT_EQ(without.output.find("step 0: train loss"), std::string::npos) << without.output;
+  EXPECT_NE(without.output.find("step 12: train loss"), std::string::npos) << without.output;
+  auto evals = [](const std::vector<nlohmann::json>& records) {
+    std::vector<int64_t> iters;
+    for (const auto& r : records) {
+      if (r.contains("val_loss")) iters.push_back(r["iter"].get<int64_t>());
+    }
+    return iters;
+  };
+  EXPECT_EQ(evals(read_jsonl(dir_ + "/with/metrics.jsonl")), (std::vector<int64_t>{0, 12}));
+  EXPECT_EQ(evals(read_jsonl(dir_ + "/without/metrics.jsonl")), (std::vector<int64_t>{12}));
+  EXPECT_EQ(read_file_bytes(dir_ + "/with/ckpt/model.safetensors"),
+            read_file_bytes(dir_ + "/without/ckpt/model.safetensors"));
+}
+
 }  // namespace
 }  // namespace nanogpt::e2e
