@@ -92,6 +92,7 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
   e.attention = config.attention;
   e.fused = config.fused;
   e.checkpointing = config.activation_checkpointing;
+  e.recompute = static_cast<int>(config.recompute);
   const int64_t T = config.model.block_size;
   const int64_t N = config.batch_size * T;  // rows of one micro-batch
   e.tokens_per_iter = N * config.gradient_accumulation_steps;
@@ -147,8 +148,9 @@ TrainingEstimate estimate_training(const TrainConfig& config, int world_size) {
                         (table.total_numel() * 2 + 63) / 64 * 64});
   }
   // fused=False runs the classifier over all N rows at once (GPT::forward's chunk choice).
-  const ArenaLayout acts = activation_layout(config.model, N, config.fused ? 0 : N, dtype,
-                                             config.activation_checkpointing);
+  const ArenaLayout acts =
+      activation_layout(config.model, N, config.fused ? 0 : N, dtype,
+                        config.activation_checkpointing, static_cast<int>(config.recompute));
   int64_t listed = 0;
   for (const auto& [kind, bytes] : acts.by_kind) {
     e.memory.push_back({kind, bytes});
@@ -176,12 +178,15 @@ std::string format_estimate(const TrainingEstimate& e, double peak_flops,
       "attention {}, fused {}{}, world size {} ({} micro-batches per rank), ZeRO stage {}\n"
       "FLOPs per iteration: {:.4g} (nanoGPT's 6N + 12LHQT), {:.4g} (exact matmul count){}\n\n"
       "peak memory per rank (tracked by the trainer):\n",
-      m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.padded_vocab_size(),
-      m.dropout, e.params, static_cast<double>(e.params) / 1e6,
-      static_cast<double>(e.params_for_mfu) / 1e6, e.batch_size, m.block_size, e.accumulation,
-      e.tokens_per_iter, e.dtype, e.optimizer, e.attention, e.fused ? "True" : "False",
-      e.checkpointing ? ", activation checkpointing" : "", e.world_size, e.local_accumulation, e.zero_stage,
-      e.flops_per_iter_nanogpt, e.flops_per_iter_exact,
+      m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.padded_vocab_size(), m.dropout,
+      e.params, static_cast<double>(e.params) / 1e6, static_cast<double>(e.params_for_mfu) / 1e6,
+      e.batch_size, m.block_size, e.accumulation, e.tokens_per_iter, e.dtype, e.optimizer,
+      e.attention, e.fused ? "True" : "False",
+      e.checkpointing   ? ", activation checkpointing"
+      : e.recompute < 2 ? fmt::format(", recompute {}", e.recompute)
+                        : std::string(),
+      e.world_size, e.local_accumulation, e.zero_stage, e.flops_per_iter_nanogpt,
+      e.flops_per_iter_exact,
       e.flops_per_iter_optimizer > 0
           ? fmt::format(" + {:.4g} (Muon's Newton-Schulz)", e.flops_per_iter_optimizer)
           : std::string());

@@ -28,6 +28,7 @@ struct TrainingEstimate {
   std::string attention = "flash";  // the `attention` key: flash or naive
   bool fused = true;                // the `fused` key
   bool checkpointing = false;       // the `activation_checkpointing` key
+  int recompute = 2;                // the `recompute` key
   // Data-parallel training (`mpirun -np world_size`): memory and accumulation are per rank (each
   // rank runs micro-batches of batch_size, gradient_accumulation_steps / world_size of them);
   // zero_stage 1 shards the optimizer state (the largest shard, rank 0's, is shown).

@@ -44,7 +44,7 @@ int64_t chunk_rows_for(const ModelConfig& cfg, int64_t N, int64_t chunk_rows_wan
 // The activation arena's layout: the one place its views and their sizes are decided.
 // t: the activation dtype of the TypedPtr views.
 void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t, bool checkpoint,
-                       Carver& c, Activations& a) {
+                       int recompute, Carver& c, Activations& a) {
   const int64_t C = cfg.n_embd, Vp = cfg.padded_vocab_size(), NH = cfg.n_head;
   a.encoded = c.take(N * C, kArenaEmbedding);
   a.layers.assign(cfg.n_layer, LayerActivations{});
@@ -63,6 +63,11 @@ void carve_activations(const ModelConfig& cfg, int64_t N, int64_t rows, DType t,
     l.ln2_rstd = c.take(N, kArenaLayerNorm);
     l.fch = c.take(N * 4 * C, t, kArenaMlp);
     l.residual3 = c.take(N * C, kArenaResidual);
+    if (!checkpoint && recompute < 2) {  // (block checkpointing recomputes whole blocks)
+      l.ln1 = c.take(N * C, t, kArenaKept);
+      l.ln2 = c.take(N * C, t, kArenaKept);
+    }
+    if (!checkpoint && recompute < 1) l.fch_gelu = c.take(N * 4 * C, t, kArenaKept);
   }
   for (int i = carved_layers; i < cfg.n_layer; ++i) {
     a.layers[i] = a.layers[0];
@@ -127,12 +132,12 @@ int64_t classifier_chunk_rows(int64_t N, int64_t Vp, DType dtype) {
 }
 
 ArenaLayout activation_layout(const ModelConfig& cfg, int64_t N, int64_t chunk_rows, DType dtype,
-                              bool checkpoint_blocks) {
+                              bool checkpoint_blocks, int recompute) {
   ArenaLayout layout;
   Activations views;
   Carver counter(nullptr, &layout);
   carve_activations(cfg, N, chunk_rows_for(cfg, N, chunk_rows, dtype), dtype, checkpoint_blocks,
-                    counter, views);
+                    recompute, counter, views);
   layout.total_bytes = buffer_bytes(counter.used());
   return layout;
 }
@@ -147,21 +152,23 @@ ArenaLayout grad_scratch_layout(const ModelConfig& cfg, int64_t N, DType dtype) 
 }
 
 void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker,
-                          int64_t chunk_rows_wanted, DType dtype, bool checkpoint_blocks) {
+                          int64_t chunk_rows_wanted, DType dtype, bool checkpoint_blocks,
+                          int recompute) {
   const int64_t rows = chunk_rows_for(cfg, N, chunk_rows_wanted, dtype);
   if (N <= capacity_ && !layers.empty() && rows <= chunk_rows && dtype == dtype_ &&
-      checkpoint_blocks == checkpoint_blocks_) {
+      checkpoint_blocks == checkpoint_blocks_ && recompute == recompute_) {
     return;
   }
   Carver counter(nullptr);
-  carve_activations(cfg, N, rows, dtype, checkpoint_blocks, counter, *this);
+  carve_activations(cfg, N, rows, dtype, checkpoint_blocks, recompute, counter, *this);
   arena_ = Buffer<float>();  // free the old arena before allocating the larger one
   arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker);
   Carver carver(arena_.data());
-  carve_activations(cfg, N, rows, dtype, checkpoint_blocks, carver, *this);
+  carve_activations(cfg, N, rows, dtype, checkpoint_blocks, recompute, carver, *this);
   capacity_ = N;
   dtype_ = dtype;
   checkpoint_blocks_ = checkpoint_blocks;
+  recompute_ = recompute;
 }
 
 void GradScratch::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker, DType dtype) {

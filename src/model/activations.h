@@ -33,6 +33,10 @@ struct LayerActivations {
   float* ln2_rstd = nullptr;   // (N)
   TypedPtr fch;                // (N, 4C)  fc output (pre-GELU)
   float* residual3 = nullptr;  // (N, C)   block output
+  // Kept for the backward instead of recomputed (KernelChoices::recompute); null when recomputed:
+  TypedPtr ln1;       // (N, C)   ln_1's output (recompute < 2)
+  TypedPtr ln2;       // (N, C)   ln_2's output (recompute < 2)
+  TypedPtr fch_gelu;  // (N, 4C)  GELU(fch) (recompute < 1)
   // (N, C) the block's input where a U-net skip enters it (unet_skips): the previous block's
   // output plus the skip's weight times its source block's output; null elsewhere.
   float* skip_input = nullptr;
@@ -52,6 +56,7 @@ inline constexpr const char* kArenaQkv = "activations: qkv";
 inline constexpr const char* kArenaAttention = "activations: attention out + lse";
 inline constexpr const char* kArenaResidual = "activations: residual streams";
 inline constexpr const char* kArenaMlp = "activations: mlp (pre-GELU)";
+inline constexpr const char* kArenaKept = "activations: kept norm / GELU outputs (recompute < 2)";
 inline constexpr const char* kArenaWorking = "activations: per-layer working buffers";
 inline constexpr const char* kArenaClassifier = "classifier (lnf, logits chunk, dlnf, losses)";
 inline constexpr const char* kArenaScratch = "backward scratch (activation grads)";
@@ -68,8 +73,11 @@ int64_t classifier_chunk_rows(int64_t N, int64_t Vp, DType dtype = DType::kF32);
 // run without memory), so an estimate from them is what training allocates.
 // checkpoint_blocks: one set of per-layer views shared by all layers (valid for the block that ran
 // last), and only each layer's residual3 kept per layer (KernelChoices::checkpoint_blocks).
+// recompute: KernelChoices::recompute (below 2, each layer's LayerNorm outputs and, below 1, its
+// GELU output get views of their own).
 ArenaLayout activation_layout(const ModelConfig& config, int64_t N, int64_t chunk_rows = 0,
-                              DType dtype = DType::kF32, bool checkpoint_blocks = false);
+                              DType dtype = DType::kF32, bool checkpoint_blocks = false,
+                              int recompute = 2);
 ArenaLayout grad_scratch_layout(const ModelConfig& config, int64_t N, DType dtype = DType::kF32);
 
 class Activations {
@@ -78,15 +86,17 @@ class Activations {
   // classifier chunk or the dtype changes). chunk_rows: rows per classifier chunk, 0 =
   // classifier_chunk_rows. dtype: the activation dtype (the TypedPtr views).
   void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker, int64_t chunk_rows = 0,
-               DType dtype = DType::kF32, bool checkpoint_blocks = false);
+               DType dtype = DType::kF32, bool checkpoint_blocks = false, int recompute = 2);
   int64_t capacity() const { return capacity_; }
 
   float* encoded = nullptr;              // (N, C)  dropout(wte[inp] + wpe[t]): the blocks' input
   std::vector<LayerActivations> layers;  // (L)
   // Working buffers shared by all layers (valid only within one layer's forward or backward):
-  TypedPtr ln;                // (N, C)   a LayerNorm output (forward; recomputed in backward)
+  TypedPtr ln;                // (N, C)   a LayerNorm output (forward; recomputed in backward),
+                              //          unless the layer keeps its own (LayerActivations::ln1)
   TypedPtr fch_gelu;          // (N, 4C)  GELU(fch) (forward; recomputed in backward, where
-                              //          it then holds d(fch), the GELU's input gradient)
+                              //          it then holds d(fch), the GELU's input gradient),
+                              //          unless the layer keeps its own
   float* branch = nullptr;    // (N, C)   dropout(attention or MLP output projection)
   TypedPtr lnf;               // (N, C)
   float* lnf_mean = nullptr;  // (N)
@@ -106,6 +116,7 @@ class Activations {
   int64_t capacity_ = 0;
   DType dtype_ = DType::kF32;
   bool checkpoint_blocks_ = false;
+  int recompute_ = 2;
 };
 
 // Scratch gradients of the backward pass (activation grads; parameter grads live in GPT's arena).

@@ -179,6 +179,18 @@ const float* GPT::logits() const {
 
 // fused=True runs the MLP's fused ops with fused_mlp, and without it where the backend runs them as
 // one region each (float32 at nanoGPT's CPU recipe's size: there they save regions and passes).
+void GPT::set_kernel_choices(const KernelChoices& choices) {
+  CHECK(choices.recompute >= 0 && choices.recompute <= 2,
+        "recompute = {}: expected 0 (keep each block's LayerNorm and GELU outputs), 1 (recompute "
+        "the GELU) or 2 (recompute both, the least memory)",
+        choices.recompute);
+  CHECK(!choices.checkpoint_blocks || choices.recompute == 2,
+        "recompute = {} keeps what activation checkpointing recomputes: use "
+        "activation_checkpointing=False or recompute=2",
+        choices.recompute);
+  choices_ = choices;
+}
+
 bool GPT::fuse_mlp(const Backend& ops, int64_t N) const {
   const int C = config_.n_embd;
   return choices_.fused && (choices_.fused_mlp || ops.mlp_fusion_one_region(dtype_, N, C, 4 * C));
@@ -186,6 +198,14 @@ bool GPT::fuse_mlp(const Backend& ops, int64_t N) const {
 
 int GPT::skip_into(int l) const {
   return arch_.unet_skips ? unet_skip_into(config_.n_layer, l) : -1;
+}
+
+// Where block l's LayerNorm and GELU outputs are written and read: the layer's own views when it
+// keeps them (KernelChoices::recompute), else the working buffers the backward refills.
+TypedPtr GPT::ln1_out(int l) const { return acts_.layers[l].ln1 ? acts_.layers[l].ln1 : acts_.ln; }
+TypedPtr GPT::ln2_out(int l) const { return acts_.layers[l].ln2 ? acts_.layers[l].ln2 : acts_.ln; }
+TypedPtr GPT::gelu_out(int l) const {
+  return acts_.layers[l].fch_gelu ? acts_.layers[l].fch_gelu : acts_.fch_gelu;
 }
 
 const float* GPT::block_input(int l) const {
@@ -222,12 +242,13 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
   Activations& a = acts_;
   const BlockWeights& bw = w_.h[l];
+  const TypedPtr ln2 = ln2_out(l);  // ln_2's output: the layer's own, or the working buffer
   const LowpBlockWeights lbw = lw_.h.empty() ? LowpBlockWeights{} : lw_.h[l];
   LayerActivations& la = a.layers[l];
   if (!ln1_done) {
-    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C, norm);
+    ops.layernorm_forward(ln1_out(l), la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C, norm);
   }
-  ops.matmul_forward(la.qkv, a.ln, lowp(bw.qkvw, lbw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
+  ops.matmul_forward(la.qkv, ln1_out(l), lowp(bw.qkvw, lbw.qkvw), bw.qkvb, N, C, 3 * C);  // (N, 3C)
   qk_forward(ops, la.qkv, la.qk_rstd, N, T, 0);
   if (choices_.naive_attention) {
     ops.attention_naive_forward(la.atty.f32(), naive_att_.data() + l * att_size, la.qkv.f32(), B, T,
@@ -240,29 +261,29 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteAttnOut));
   const float* attn_out = a.branch;
   if (fuse_res_ln) {  // residual2 = x + gain * branch (gain 1 without attn_gain), then ln_2
-    ops.residual_layernorm_forward(la.residual2, a.ln, la.ln2_mean, la.ln2_rstd, x, attn_out,
+    ops.residual_layernorm_forward(la.residual2, ln2, la.ln2_mean, la.ln2_rstd, x, attn_out,
                                    bw.ln2w, bw.ln2b, N, C, norm,
                                    bw.attn_gain ? *bw.attn_gain : 1.0f);
   } else if (bw.attn_gain) {
     ops.skip_forward(la.residual2, x, attn_out, *bw.attn_gain, N * C);
-    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
+    ops.layernorm_forward(ln2, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
                           norm);
   } else {
     ops.residual_forward(la.residual2, x, attn_out, N * C);
-    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
+    ops.layernorm_forward(ln2, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
                           norm);
   }
   if (fuse_mlp(ops, N) && !for_backward) {  // GELU in the fc matmul's epilogue
-    ops.matmul_gelu_forward(la.fch, a.fch_gelu, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C,
+    ops.matmul_gelu_forward(la.fch, gelu_out(l), ln2, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C,
                             gelu);
   } else {
-    ops.matmul_forward(la.fch, a.ln, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
+    ops.matmul_forward(la.fch, ln2, lowp(bw.fcw, lbw.fcw), bw.fcb, N, C, 4 * C);  // (N, 4C)
     // The backward needs no more: GELU it recomputes itself, the MLP's output and residual3 (kept)
     // it does not read; and the fused tail would overwrite the shared ln1 statistics.
     if (for_backward) return;
-    ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);
+    ops.gelu_forward(gelu_out(l), la.fch, N * 4 * C, gelu);
   }
-  ops.matmul_forward(a.branch, a.fch_gelu, lowp(bw.fcprojw, lbw.fcprojw), bw.fcprojb, N, 4 * C, C);
+  ops.matmul_forward(a.branch, gelu_out(l), lowp(bw.fcprojw, lbw.fcprojw), bw.fcprojb, N, 4 * C, C);
   if (drop) ops.dropout_forward(a.branch, a.branch, N * C, p, site_seed(l, kSiteMlpOut));
   const float* mlp_out = a.branch;
   // A U-net skip entering the next block: its ln1 reads the skip input, made after this block.
@@ -270,9 +291,9 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
     ops.residual_forward(la.residual3, la.residual2, mlp_out, N * C);
   } else if (l + 1 < config_.n_layer) {  // residual3 -> the next block's ln1
     LayerActivations& next = a.layers[l + 1];
-    ops.residual_layernorm_forward(la.residual3, a.ln, next.ln1_mean, next.ln1_rstd,
-                                   la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N,
-                                   C, norm);
+    ops.residual_layernorm_forward(la.residual3, ln1_out(l + 1), next.ln1_mean, next.ln1_rstd,
+                                   la.residual2, mlp_out, w_.h[l + 1].ln1w, w_.h[l + 1].ln1b, N, C,
+                                   norm);
   } else {  // residual3 -> lnf
     ops.residual_layernorm_forward(la.residual3, a.lnf, a.lnf_mean, a.lnf_rstd, la.residual2,
                                    mlp_out, w_.lnfw, w_.lnfb, N, C, norm);
@@ -294,7 +315,8 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   CHECK(!choices_.naive_attention || dtype_ == DType::kF32,
         "attention = 'naive' runs in float32 only (dtype {}): use --attention=flash or "
         "--dtype=float32", dtype_name(dtype_));
-  acts_.reserve(config_, N, tracker_, chunk, dtype_, choices_.checkpoint_blocks);
+  acts_.reserve(config_, N, tracker_, chunk, dtype_, choices_.checkpoint_blocks,
+                choices_.recompute);
   refresh_lowp_weights(ctx);
   inputs_.assign(inputs, inputs + N);
   B_ = B, T_ = T;
@@ -427,22 +449,25 @@ void GPT::backward(KernelContext& ctx) {
       dmlp_out = s.ddrop;
     }
     const ConstTypedPtr dmlp = in_act_dtype(ops, s.dbranch, dmlp_out, N * C);
-    // d(fch) goes to a.fch_gelu: the recomputed GELU output is dead once fcproj's backward read it.
-    const TypedPtr dfch = a.fch_gelu;
+    // d(fch) goes to the GELU output's buffer: it is dead once fcproj's backward has read it.
+    const TypedPtr dfch = gelu_out(l);
     if (fuse_mlp(ops, N)) {  // GELU recomputed by blocks, derivative in epilogue
       ops.gelu_matmul_backward(dfch, bg.fcprojw, bg.fcprojb, dmlp, la.fch,
                                lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C, gelu);
     } else {
-      ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed, not stored
-      ops.matmul_backward_overwrite(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, a.fch_gelu,
+      if (!la.fch_gelu) ops.gelu_forward(a.fch_gelu, la.fch, N * 4 * C, gelu);  // recomputed
+      ops.matmul_backward_overwrite(s.dfch_gelu, bg.fcprojw, bg.fcprojb, dmlp, gelu_out(l),
                                     lowp(bw.fcprojw, lbw.fcprojw), N, 4 * C, C);
       ops.gelu_backward_overwrite(dfch, la.fch, s.dfch_gelu, N * 4 * C, gelu);
     }
-    // ln2 recomputed from residual2 (its mean and rstd come out as saved: same code, same input).
-    ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
-                          norm);
-    ops.matmul_backward_overwrite(s.dc, bg.fcw, bg.fcb, dfch, a.ln, lowp(bw.fcw, lbw.fcw), N, C,
-                                  4 * C);
+    // ln2 recomputed from residual2 unless kept (its mean and rstd come out as saved: same code,
+    // same input).
+    if (!la.ln2) {
+      ops.layernorm_forward(a.ln, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
+                            norm);
+    }
+    ops.matmul_backward_overwrite(s.dc, bg.fcw, bg.fcb, dfch, ln2_out(l), lowp(bw.fcw, lbw.fcw), N,
+                                  C, 4 * C);
     ops.layernorm_backward(s.dresidual, bg.ln2w, bg.ln2b, s.dc, la.residual2, bw.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C, norm);
 
@@ -483,9 +508,11 @@ void GPT::backward(KernelContext& ctx) {
                              site_seed(l, kSiteAttnProbs));
     }
     qk_backward(ops, s.dqkv, la.qkv, la.qk_rstd, N, T);
-    ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C, norm);  // again
-    ops.matmul_backward_overwrite(s.dc, bg.qkvw, bg.qkvb, s.dqkv, a.ln, lowp(bw.qkvw, lbw.qkvw), N,
-                                  C, 3 * C);  // s.dc = d(ln1)
+    if (!la.ln1) {  // again, unless kept
+      ops.layernorm_forward(a.ln, la.ln1_mean, la.ln1_rstd, x, bw.ln1w, bw.ln1b, N, C, norm);
+    }
+    ops.matmul_backward_overwrite(s.dc, bg.qkvw, bg.qkvb, s.dqkv, ln1_out(l),
+                                  lowp(bw.qkvw, lbw.qkvw), N, C, 3 * C);  // s.dc = d(ln1)
     ops.layernorm_backward(s.dresidual, bg.ln1w, bg.ln1b, s.dc, x, bw.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C, norm);
     // s.dresidual = d(x): the previous block's output gets it whole; a U-net skip entering here

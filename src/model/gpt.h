@@ -117,7 +117,7 @@ class GPT {
   void set_profile(OpProfile* profile) { profile_ = profile; }
 
   // Which kernels run (model/kernel_choices.h); the default is the fast, fused, flash path.
-  void set_kernel_choices(const KernelChoices& choices) { choices_ = choices; }
+  void set_kernel_choices(const KernelChoices& choices);
   // Floats of the attention=naive probabilities buffer for B sequences of T tokens (all layers);
   // what forward allocates and the estimator reports.
   static int64_t naive_attention_floats(const ModelConfig& config, int64_t B, int64_t T) {
@@ -154,6 +154,11 @@ class GPT {
   void forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool for_backward);
   // U-net skips: the skip entering block l (unet_skip_into), -1 where none does or they are off.
   int skip_into(int l) const;
+  // Block l's LayerNorm and GELU outputs: its own views (KernelChoices::recompute) or the
+  // working buffers.
+  TypedPtr ln1_out(int l) const;   // (N, C) block l's ln_1 output
+  TypedPtr ln2_out(int l) const;   // (N, C) its ln_2 output
+  TypedPtr gelu_out(int l) const;  // (N, 4C) its GELU output
   // Block l's input: the embedding, block l-1's output, or the skip input made from it
   // (forward: make_skip_input writes it; backward: block_input reads what it wrote).
   const float* block_input(int l) const;

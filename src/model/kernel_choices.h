@@ -1,6 +1,6 @@
 // KernelChoices: which implementation of an op family the model runs, for a run's speed and memory
 // only (every choice computes the same function; tests hold them to the same references). Set from
-// the `attention`, `fused`, `fused_mlp` and `activation_checkpointing` training keys
+// the `attention`, `fused`, `fused_mlp`, `activation_checkpointing` and `recompute` training keys
 // (train/train_config.h says what each one selects).
 #pragma once
 
@@ -24,6 +24,13 @@ struct KernelChoices {
   // matmul_gelu_forward / gelu_matmul_backward). Off by default: its many short parallel regions
   // made it slower on a shared 2-core machine (docs/benchmarks.md).
   bool fused_mlp = false;
+  // What the backward computes again instead of keeping (llm.c's -r): 2 = each block's LayerNorm
+  // outputs and its GELU output (the least memory), 1 = the GELU output only (the LayerNorm outputs
+  // kept per block: 2 C values per row per layer more), 0 = neither (4 C more: the fastest). The
+  // kept tensors are the ones the recomputation would give, so the gradients are the same bit for
+  // bit. Without checkpoint_blocks only (which recomputes whole blocks). The fused MLP epilogue
+  // (fused_mlp) recomputes its GELU whatever this says.
+  int recompute = 2;
 };
 
 }  // namespace nanogpt

@@ -42,6 +42,15 @@ void TrainConfig::validate() const {
         "stop_at_target",
         target_loss);
   CHECK(threads >= 0, "threads = {}: expected >= 0 (0 = all cores)", threads);
+  CHECK(recompute >= 0 && recompute <= 2,
+        "recompute = {}: expected 0 (keep each block's LayerNorm and GELU outputs: the fastest), 1 "
+        "(recompute the GELU) or 2 (recompute both: the least memory)",
+        recompute);
+  CHECK(!activation_checkpointing || recompute == 2,
+        "recompute = {} with activation_checkpointing = True: checkpointing recomputes whole "
+        "blocks, so there is nothing for recompute to keep; set --recompute=2 or "
+        "--activation_checkpointing=False",
+        recompute);
   CHECK(data_mode == "auto" || data_mode == "preload" || data_mode == "mmap",
         "data_mode = '{}': expected 'auto', 'preload' or 'mmap'", data_mode);
   CHECK(sampling == "random" || sampling == "sequential",

@@ -48,6 +48,7 @@ struct TrainConfig {
   std::string kernel_choice = "auto";
   bool fused = true;
   bool activation_checkpointing = false;
+  int64_t recompute = 2;
   bool fused_mlp = false;
   int64_t threads = 0;
   bool profile = false;
@@ -150,6 +151,11 @@ struct TrainConfig {
       "(up to its MLP's first matmul) just before its backward: activation memory of one block "
       "plus the residual stream per layer, for about a quarter more compute (same results, bit "
       "for bit); False (the default): keep what the backward reads for every block");
+    v("recompute", recompute,
+      "what the backward computes again instead of keeping (llm.c's -r): 2 (the default) each "
+      "block's LayerNorm outputs and GELU output, the least memory; 1 the GELU output only (the "
+      "LayerNorm outputs kept: 2 C values a row a layer more); 0 neither (4 C more again), the "
+      "fastest. Same results bit for bit; below 2 not with activation_checkpointing");
     v("threads", threads,
       "CPU threads per rank; 0 = all cores (under mpirun: the cores the rank is bound to, or the "
       "cores shared among the ranks of the host)");

@@ -213,7 +213,8 @@ class TrainingRun {
     model_->set_kernel_choices({.naive_attention = config_.attention == "naive",
                                 .fused = config_.fused,
                                 .checkpoint_blocks = config_.activation_checkpointing,
-                                .fused_mlp = config_.fused_mlp});
+                                .fused_mlp = config_.fused_mlp,
+                                .recompute = static_cast<int>(config_.recompute)});
     model_->set_dtype(dtype_);
     scaler_ = GradScaler(/*enabled=*/dtype_ == DType::kF16);
     optimizer_step_ = OptimizerStep(config_.fused);

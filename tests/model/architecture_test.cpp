@@ -223,6 +223,11 @@ TEST(Architecture, EveryKernelPathComputesTheSameModel) {
   const Result recomputed = run({.checkpoint_blocks = true});
   EXPECT_EQ(recomputed.loss, fused.loss);
   EXPECT_EQ(recomputed.grads, fused.grads);
+  // Keeping the LayerNorm and GELU outputs (recompute 0) keeps the same floats (RMSNorm, ReLU²,
+  // the U-net skips' inputs and the attention gain's fused residual included).
+  const Result kept = run({.recompute = 0});
+  EXPECT_EQ(kept.loss, fused.loss);
+  EXPECT_EQ(kept.grads, fused.grads);
   // bfloat16 (without dropout: the 16-bit attention draws its masks per group of batch elements,
   // ops_lowp.h): each tensor's gradient within 12 units of its roundoff u = 2^-8 (relative L2) of
   // float32's, the loss within 4 u (mixed_precision_test.cpp's reasoning; measured 2026-11: worst
@@ -242,6 +247,7 @@ TEST(Architecture, EveryKernelPathComputesTheSameModel) {
   }
   const Result bf16_recomputed = run({.checkpoint_blocks = true}, DType::kBF16, 0.0);
   EXPECT_EQ(bf16_recomputed.grads, bf16.grads);
+  EXPECT_EQ(run({.recompute = 0}, DType::kBF16, 0.0).grads, bf16.grads);
 }
 
 TEST(Architecture, KvCacheDecodingMatchesTheFullForward) {

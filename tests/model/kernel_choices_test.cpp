@@ -1,12 +1,15 @@
-// KernelChoices (the `attention`, `fused`, `fused_mlp` and `activation_checkpointing` keys) change
-// how the model computes, never what: attention=naive, fused=False and fused_mlp=True give the
-// default path's loss and gradients (with dropout, so the naive path's recomputed masks are
-// covered), and the naive path holds its (L, B, NH, T, T) probabilities in tracked memory;
-// activation checkpointing gives the same gradients bit for bit and keeps one block's activations.
+// KernelChoices (the `attention`, `fused`, `fused_mlp`, `activation_checkpointing` and `recompute`
+// keys) change how the model computes, never what: attention=naive, fused=False and fused_mlp=True
+// give the default path's loss and gradients (with dropout, so the naive path's recomputed masks
+// are covered), and the naive path holds its (L, B, NH, T, T) probabilities in tracked memory;
+// activation checkpointing gives the same gradients bit for bit and keeps one block's activations;
+// recompute 0 and 1 give them bit for bit too, keeping what activation_layout says.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/memory.h"
 #include "core/rng.h"
 #include "fixture.h"
@@ -116,6 +119,72 @@ TEST(KernelChoices, ActivationCheckpointingKeepsOneBlock) {
   const int64_t C = c.n_embd;
   EXPECT_GE(saved, 5 * N * 9 * C * 4);
   EXPECT_EQ(kept_mem.peak_bytes() - recomputed_mem.peak_bytes(), saved);
+}
+
+// recompute 0 / 1 keep each block's LayerNorm outputs (and GELU output) instead of computing them
+// again in the backward: the same floats, so the same loss and gradients bit for bit, on the fused
+// and unfused paths, flash and naive attention, the fused MLP epilogue, float32 and bfloat16, with
+// dropout on; the arena grows by 2 C (1) and 6 C (0) values a row a layer in the activation dtype.
+TEST(KernelChoices, RecomputeLevelsGiveBitIdenticalGradients) {
+  struct Path {
+    KernelChoices choices;
+    DType dtype;
+  };
+  const std::vector<Path> paths = {{{}, DType::kF32},
+                                   {{.fused = false}, DType::kF32},
+                                   {{.naive_attention = true}, DType::kF32},
+                                   {{.fused_mlp = true}, DType::kF32},
+                                   {{}, DType::kBF16},
+                                   {{.fused = false}, DType::kBF16},
+                                   {{.fused_mlp = true}, DType::kBF16}};
+  for (const Path& path : paths) {
+    const Result recomputed = run(path.choices, nullptr, path.dtype);
+    for (int level : {0, 1}) {
+      KernelChoices kept = path.choices;
+      kept.recompute = level;
+      const Result r = run(kept, nullptr, path.dtype);
+      const std::string where = "recompute " + std::to_string(level) + " fused " +
+                                std::to_string(kept.fused) + " naive " +
+                                std::to_string(kept.naive_attention) + " fused_mlp " +
+                                std::to_string(kept.fused_mlp) + " " + dtype_name(path.dtype);
+      EXPECT_EQ(r.loss, recomputed.loss) << where;
+      EXPECT_EQ(r.grads, recomputed.grads) << where;
+    }
+  }
+  ModelConfig c = small_config();
+  const int64_t N = 3 * 37, C = c.n_embd;
+  for (const DType t : {DType::kF32, DType::kBF16}) {
+    MemoryTracker two, one, zero;
+    run({}, &two, t);
+    run({.recompute = 1}, &one, t);
+    run({.recompute = 0}, &zero, t);
+    const int64_t base = activation_layout(c, N, 0, t).total_bytes;
+    const int64_t more1 = activation_layout(c, N, 0, t, false, 1).total_bytes - base;
+    const int64_t more0 = activation_layout(c, N, 0, t, false, 0).total_bytes - base;
+    const int64_t bytes = static_cast<int64_t>(dtype_size(t));
+    EXPECT_GE(more1, c.n_layer * N * 2 * C * bytes) << dtype_name(t);
+    EXPECT_LT(more1, c.n_layer * (N * 2 * C * bytes + 2 * 64)) << dtype_name(t);
+    EXPECT_GE(more0 - more1, c.n_layer * N * 4 * C * bytes) << dtype_name(t);
+    EXPECT_LT(more0 - more1, c.n_layer * (N * 4 * C * bytes + 64)) << dtype_name(t);
+    EXPECT_EQ(one.peak_bytes() - two.peak_bytes(), more1) << dtype_name(t);
+    EXPECT_EQ(zero.peak_bytes() - two.peak_bytes(), more0) << dtype_name(t);
+  }
+}
+
+TEST(KernelChoices, RecomputeOutsideItsLevelsOrWithCheckpointingIsRefusedNamingIt) {
+  GPT model(small_config());
+  auto refused = [&](const KernelChoices& k, const std::string& needle) {
+    try {
+      model.set_kernel_choices(k);
+      ADD_FAILURE() << "expected an error mentioning " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused({.recompute = 3}, "recompute = 3: expected 0");
+  refused({.recompute = -1}, "recompute = -1: expected 0");
+  refused({.checkpoint_blocks = true, .recompute = 1}, "activation_checkpointing=False");
+  EXPECT_NO_THROW(model.set_kernel_choices({.checkpoint_blocks = true, .recompute = 2}));
 }
 
 TEST(KernelChoices, FusedMlpEpilogueMatchesFused) {

@@ -1,10 +1,12 @@
 // Tests of TrainConfig's dtype 'auto': what it resolves to on this CPU, that explicit values stay
-// as they are, and that a bad dtype's message names 'auto' among the accepted values.
+// as they are, and that a bad dtype's message names 'auto' among the accepted values; and of the
+// recompute key's checks.
 #include "train/train_config.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "core/check.h"
 #include "core/cpu_info.h"
@@ -65,6 +67,33 @@ TEST(TrainConfigDtype, UnknownDtypeNamesAuto) {
     EXPECT_NE(std::string(e.what()).find("'auto'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("float8"), std::string::npos) << e.what();
   }
+}
+
+// recompute: 0, 1 or 2; below 2 not with activation checkpointing (which recomputes whole blocks);
+// each message names the key, the value and a fix.
+TEST(TrainConfigRecompute, LevelsAndCheckpointingAreCheckedNamingTheFix) {
+  auto message = [](const TrainConfig& c) {
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  TrainConfig c;
+  for (int64_t level : {0, 1, 2}) {
+    c.recompute = level;
+    EXPECT_EQ(message(c), "") << level;
+  }
+  c.recompute = 3;
+  EXPECT_NE(message(c).find("recompute = 3: expected 0"), std::string::npos) << message(c);
+  c.recompute = 0;
+  c.activation_checkpointing = true;
+  EXPECT_NE(message(c).find("--recompute=2 or --activation_checkpointing=False"),
+            std::string::npos)
+      << message(c);
+  c.recompute = 2;
+  EXPECT_EQ(message(c), "");
 }
 
 }  // namespace
