@@ -226,6 +226,10 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_in, const ModelConfig& e
   out.optimizer_metadata = opt.metadata();
   for (const auto& arena : optimizer) {
     const std::string first = arena.name + "." + table.specs().front().name;
+    if (arena.found) {
+      *arena.found = opt.contains(first);
+      if (!*arena.found) continue;
+    }
     CHECK(opt.contains(first),
           "'{}' holds no optimizer state '{}' (it has: '{}'): it was written by optimizer '{}'; "
           "resume with --optimizer={} (or start a new out_dir)",

@@ -27,6 +27,9 @@ struct ConstStateArena {
 struct StateArena {
   std::string name;
   float* data = nullptr;
+  // Optional state: when set, a checkpoint without this arena is no error (*found says whether it
+  // was there; the arena is left as it was when not).
+  bool* found = nullptr;
 };
 
 // manifest.json: the format version and the size and CRC-32C of every file of the checkpoint.

@@ -38,6 +38,12 @@ double SumOfSquares(const float* HWY_RESTRICT g, int64_t n, float unscale) {
   return acc;
 }
 
+void LerpToward(float* HWY_RESTRICT avg, const float* HWY_RESTRICT x, int64_t n, float decay) {
+  const float keep = 1.0f - decay;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) avg[i] = decay * avg[i] + keep * x[i];
+}
+
 void Scale(float* HWY_RESTRICT g, int64_t n, float scale) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) g[i] *= scale;
@@ -64,6 +70,7 @@ HWY_EXPORT(SgdMomentum);
 HWY_EXPORT(SgdPlain);
 HWY_EXPORT(SumOfSquares);
 HWY_EXPORT(Scale);
+HWY_EXPORT(LerpToward);
 HWY_EXPORT(ScaleAndCheckFinite);
 
 void sgd_momentum(float* p, const float* g, float* b, int64_t n, float lr, float wd, float mu) {
@@ -76,6 +83,9 @@ double sum_of_squares(const float* g, int64_t n, float unscale) {
   return HWY_DYNAMIC_DISPATCH(SumOfSquares)(g, n, unscale);
 }
 void scale(float* g, int64_t n, float scale) { HWY_DYNAMIC_DISPATCH(Scale)(g, n, scale); }
+void lerp_toward(float* avg, const float* x, int64_t n, float decay) {
+  HWY_DYNAMIC_DISPATCH(LerpToward)(avg, x, n, decay);
+}
 bool scale_and_check_finite(float* g, int64_t n, float inv) {
   return HWY_DYNAMIC_DISPATCH(ScaleAndCheckFinite)(g, n, inv);
 }

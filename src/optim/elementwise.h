@@ -1,6 +1,7 @@
-// The element loops of SGD's update, the gradient norm and clipping, and the grad scaler's
-// unscale-and-check (optim/elementwise.cpp), compiled for every CPU target and dispatched at run
-// time. Each is serial over one span: the callers split tensors between their threads.
+// The element loops of SGD's update, the gradient norm and clipping, the grad scaler's
+// unscale-and-check and the weights' moving average (optim/elementwise.cpp), compiled for every
+// CPU target and dispatched at run time. Each is serial over one span: the callers split tensors
+// between their threads.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +24,8 @@ void sgd_momentum(float* p, const float* g, float* b, int64_t n, float lr, float
 void sgd_plain(float* p, const float* g, int64_t n, float lr, float wd);
 // sum of (g * unscale)^2 over n elements, each product rounded to float, summed in double.
 double sum_of_squares(const float* g, int64_t n, float unscale);
+// avg (n) = decay * avg + (1 - decay) * x: an exponential moving average's step.
+void lerp_toward(float* avg, const float* x, int64_t n, float decay);
 // g (n) *= scale.
 void scale(float* g, int64_t n, float scale);
 // g (n) *= inv; whether every result is finite.

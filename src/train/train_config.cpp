@@ -42,6 +42,13 @@ void TrainConfig::validate() const {
         "stop_at_target",
         target_loss);
   CHECK(threads >= 0, "threads = {}: expected >= 0 (0 = all cores)", threads);
+  CHECK(std::isfinite(ema_decay) && ema_decay >= 0 && ema_decay < 1,
+        "ema_decay = {}: expected 0 (off) or a decay in (0, 1), e.g. --ema_decay=0.9", ema_decay);
+  CHECK(ema_from >= 0, "ema_from = {}: expected an iteration >= 0", ema_from);
+  CHECK(ema_decay == 0 || zero_stage == 0,
+        "ema_decay = {} with zero_stage = 1: the weights' moving average is not kept with ZeRO-1 "
+        "yet; use --zero_stage=0 or --ema_decay=0",
+        ema_decay);
   CHECK(recompute >= 0 && recompute <= 2,
         "recompute = {}: expected 0 (keep each block's LayerNorm and GELU outputs: the fastest), 1 "
         "(recompute the GELU) or 2 (recompute both: the least memory)",

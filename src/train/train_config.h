@@ -20,6 +20,9 @@ struct TrainConfig {
   int64_t eval_iters = 200;
   bool eval_only = false;
   bool eval_at_start = true;
+  // the weights' moving average (train/weight_ema.h)
+  double ema_decay = 0;
+  int64_t ema_from = 0;
   // time to target (train/time_to_target.h)
   double target_loss = 0;
   int64_t target_eval_interval = 100;
@@ -75,6 +78,14 @@ struct TrainConfig {
       "the train/val evaluation at the run's first iteration (nanoGPT's step 0); False skips it "
       "(time-to-target runs, where the whole-split evaluations are what count); the evaluations "
       "every eval_interval after it and at the end are kept");
+    v("ema_decay", ema_decay,
+      "> 0: keep an exponential moving average of the weights (avg = ema_decay * avg + (1 - "
+      "ema_decay) * weights after each step from ema_from on) and run every evaluation (sampled "
+      "and whole-split) on it; checkpoints keep it as optimizer state 'ema' (model.safetensors "
+      "holds the weights being trained). 0 = off");
+    v("ema_from", ema_from,
+      "with ema_decay: the first iteration whose weights enter the average (it starts as the "
+      "weights after the step before it; 0: the initial weights)");
     v("target_loss", target_loss,
       "time to target: > 0 evaluates the loss on the whole validation split (every token a "
       "target once) every target_eval_interval iterations and at the end, and reports the wall "

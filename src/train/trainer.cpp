@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -48,6 +49,7 @@
 #include "train/stop_request.h"
 #include "train/time_to_target.h"
 #include "train/train_state.h"
+#include "train/weight_ema.h"
 
 namespace nanogpt {
 
@@ -238,6 +240,7 @@ class TrainingRun {
       owned_optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_, runtime);
       optimizer_ = owned_optimizer_.get();
     }
+    ema_ = WeightEma(config_.ema_decay, config_.ema_from, model_->table().total_numel(), &tracker_);
     if (from == "scratch" && shard_masters) {
       zero_->init_masters(model_->table(), static_cast<uint64_t>(config_.seed));
     } else if (from == "scratch") {
@@ -279,6 +282,11 @@ class TrainingRun {
       nanogpt_ckpt.reset();
     }
     if (shard_masters) zero_->publish_weights(*model_, ctx_);
+    // The weights' moving average: restored above on resume, else (ema_from 0) it starts as the
+    // weights the run starts from.
+    if (from != "resume" && config_.ema_from == 0) {
+      ema_.start(std::as_const(*model_).params().data());
+    }
     dp_->align(*train_loader_);
 
     if (dp_->is_main()) {
@@ -429,6 +437,8 @@ class TrainingRun {
     // of the master weights) from the checkpoint, so resuming holds no more than the run does.
     std::vector<StateArena> arenas;
     for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    bool ema_found = false;
+    if (ema_.enabled()) arenas.push_back({"ema", ema_.data(), &ema_found});
     ArenaRange shard;
     if (zero_) shard = {zero_->shard_begin(), zero_->shard_end()};
     const bool shard_masters = zero_ && zero_->shards_masters();
@@ -442,6 +452,12 @@ class TrainingRun {
           "{}/state.json: the checkpoint was trained with optimizer '{}' but the config asks for "
           "'{}' (use --optimizer={})",
           ck.dir, saved_opt, optimizer_->name(), saved_opt);
+    ema_.restore(ck.state.contains("ema") ? ck.state["ema"] : nlohmann::json(),
+                 ck.dir + "/state.json");
+    CHECK(!ema_.active() || ema_found,
+          "{}/optimizer.safetensors holds no 'ema' tensors though state.json says the run kept "
+          "the weights' moving average: the checkpoint is incomplete; start a new out_dir",
+          ck.dir);
     iter_num_ = s.iter_num;
     best_val_loss_ = s.best_val_loss;
     if (ck.state.contains("kernel_ways") && ck.state["kernel_ways"].is_object() &&
@@ -474,6 +490,7 @@ class TrainingRun {
       s["kernel_ways"] = {{"small_products_f32", way_name(ctx_.ways().small_products_f32)}};
     }
     if (scaler_.enabled()) s["grad_scaler"] = scaler_.to_json();
+    if (ema_.enabled()) s["ema"] = ema_.to_json();
     s["config"] = config_to_json(config_);
     s["data_dir"] = fs::absolute(data_dir_).string();
     s["tokenizer_meta"] = dataset_meta_;
@@ -487,6 +504,7 @@ class TrainingRun {
     } else {
       for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
     }
+    if (ema_.enabled()) arenas.push_back({"ema", ema_.data()});
     std::map<std::string, std::string> meta = {{"optimizer", optimizer_->name()},
                                                {"steps", std::to_string(optimizer_->steps())}};
     Timer t;
@@ -542,7 +560,10 @@ class TrainingRun {
 
   void evaluate_and_maybe_save() {
     Timer t;
-    auto [train_loss, val_loss] = estimate_loss();
+    const auto [train_loss, val_loss] = [&] {
+      const EvaluateOnAverage on_average(ema_, model_->params());  // (ema_decay)
+      return estimate_loss();
+    }();
     say(fmt::format("step {}: train loss {:.4f}, val loss {:.4f} ({:.0f} ms)", iter_num_,
                     train_loss, val_loss, t.ms()));
     nlohmann::ordered_json rec;
@@ -569,9 +590,11 @@ class TrainingRun {
     for (int i = 0; i < val.num_files(); ++i) {
       files.push_back({val.file(i).tokens(), val.file(i).size()});
     }
-    const FullEvalResult full =
-        full_split_loss(*model_, ctx_, files, config_.model.block_size,
-                        static_cast<int>(config_.batch_size), *comm_);
+    const FullEvalResult full = [&] {
+      const EvaluateOnAverage on_average(ema_, model_->params());  // (ema_decay)
+      return full_split_loss(*model_, ctx_, files, config_.model.block_size,
+                             static_cast<int>(config_.batch_size), *comm_);
+    }();
     if (config_.profile) model_->set_profile(&profile_);
     const double eval_s = t.seconds();
     const bool was_reached = target_.reached();
@@ -745,6 +768,7 @@ class TrainingRun {
           grads_zeroed = true;
         }
       }
+      ema_.after_step(std::as_const(*model_).params().data(), iter_num_);
       scaler_.update(skipped);
       result_.comm_wait_seconds += comm_s;
       if (!grads_zeroed) model_->zero_grad();
@@ -835,6 +859,7 @@ class TrainingRun {
   std::string data_dir_, ckpt_dir_;
   nlohmann::json dataset_meta_;
   std::unique_ptr<GPT> model_;
+  WeightEma ema_;  // the weights' moving average (ema_decay; off by default)
   DType dtype_ = DType::kF32;
   GradScaler scaler_;                           // enabled for float16 only
   OptimizerStep optimizer_step_{true};          // set from config_.fused in setup

@@ -113,6 +113,43 @@ TEST_F(CliTest, ResumeIsBitExactWithDropoutAndRandomSampling) {
   EXPECT_EQ(loss_records(dir_ + "/straight/metrics.jsonl").size(), 20u + 5u);
 }
 
+// ema_decay: training is unchanged (the same weights bit for bit as without it), the evaluations
+// after ema_from run on the average (other losses; the same before it), the checkpoint keeps the
+// average and a resumed run continues it bit for bit; resuming with other ema keys is refused
+// naming them.
+TEST_F(CliTest, WeightAverageEvaluatesWithoutChangingTrainingAndResumesBitExactly) {
+  const std::string keys = std::string(kTiny) + " --eval_interval=5";
+  const std::string ema = " --ema_decay=0.8 --ema_from=7";
+  const std::string train = "train " + keys + " --lr_decay_iters=20 --max_iters=";
+  RunResult plain = run_nanogpt(dir_, train + "20 --out_dir=plain");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  expect_resume_bit_exact(dir_, keys + ema, 20);  // into straight/ and halves/
+  EXPECT_EQ(read_file_bytes(dir_ + "/straight/ckpt/model.safetensors"),
+            read_file_bytes(dir_ + "/plain/ckpt/model.safetensors"));
+  EXPECT_EQ(read_file_bytes(dir_ + "/straight/ckpt/optimizer.safetensors"),
+            read_file_bytes(dir_ + "/halves/ckpt/optimizer.safetensors"));
+  const auto with = loss_records(dir_ + "/straight/metrics.jsonl");
+  const auto without = loss_records(dir_ + "/plain/metrics.jsonl");
+  EXPECT_EQ(with.at("val@5"), without.at("val@5"));    // before the average starts (at 6)
+  EXPECT_NE(with.at("val@10"), without.at("val@10"));  // on the average
+  EXPECT_NE(with.at("val@20"), without.at("val@20"));
+  EXPECT_EQ(with.at("loss@19"), without.at("loss@19"));  // training itself unchanged
+  const std::string opt = read_file_bytes(dir_ + "/straight/ckpt/optimizer.safetensors");
+  EXPECT_NE(opt.find("\"ema.wte.weight\""), std::string::npos);
+
+  RunResult other = run_nanogpt(
+      dir_, train + "25 --out_dir=straight --init_from=resume " + "--ema_decay=0.9 --ema_from=7");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.output.find("resume with --ema_decay=0.8 --ema_from=7"), std::string::npos)
+      << other.output;
+  RunResult none = run_nanogpt(dir_, train + "25 --out_dir=plain --init_from=resume" + ema);
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.output.find("trained with ema_decay = 0"), std::string::npos) << none.output;
+  RunResult zero = run_nanogpt(dir_, train + "2 --out_dir=z --zero_stage=1" + ema);
+  EXPECT_NE(zero.exit_code, 0);
+  EXPECT_NE(zero.output.find("--zero_stage=0 or --ema_decay=0"), std::string::npos) << zero.output;
+}
+
 TEST_F(CliTest, TrainSampleAndExport) {
   RunResult t = run_nanogpt(dir_, "train " + std::string(kTiny) +
                                       " --max_iters=30 --lr_decay_iters=30 --eval_interval=10 "

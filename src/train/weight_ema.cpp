@@ -1,0 +1,81 @@
+// The exponential moving average of the weights: its update, its state and its swap into the
+// weights for evaluations (train/weight_ema.h).
+#include "train/weight_ema.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "core/parallel_for.h"
+#include "optim/elementwise.h"
+
+namespace nanogpt {
+
+namespace {
+
+// Passes over fewer elements run on one thread.
+constexpr int64_t kParallelMin = 1 << 15;
+
+}  // namespace
+
+WeightEma::WeightEma(double decay, int64_t from, int64_t numel, MemoryTracker* tracker)
+    : decay_(decay), from_(from) {
+  CHECK(std::isfinite(decay) && decay >= 0 && decay < 1,
+        "ema_decay = {}: expected 0 (off) or a decay in (0, 1), e.g. --ema_decay=0.9", decay);
+  CHECK(from >= 0, "ema_from = {}: expected an iteration >= 0", from);
+  if (enabled()) avg_ = Buffer<float>(static_cast<size_t>(numel), tracker);
+}
+
+void WeightEma::start(const float* weights) {
+  if (!enabled()) return;
+  std::copy(weights, weights + avg_.size(), avg_.data());
+  active_ = true;
+}
+
+void WeightEma::after_step(const float* weights, int64_t iter) {
+  if (!enabled() || iter < from_ - 1) return;
+  if (iter == from_ - 1 || !active_) {
+    start(weights);
+    return;
+  }
+  float* avg = avg_.data();
+  const auto n = static_cast<int64_t>(avg_.size());
+  const float d = static_cast<float>(decay_);
+  parallel_ranges(n, n >= kParallelMin, [&](int64_t i0, int64_t i1) {
+    optim_loops::lerp_toward(avg + i0, weights + i0, i1 - i0, d);
+  });
+}
+
+nlohmann::json WeightEma::to_json() const {
+  return {{"decay", decay_}, {"from", from_}, {"active", active_}};
+}
+
+void WeightEma::restore(const nlohmann::json& state, const std::string& where) {
+  const bool saved = state.is_object() && state.contains("decay");
+  const double saved_decay = saved ? state["decay"].get<double>() : 0.0;
+  const int64_t saved_from = saved ? state["from"].get<int64_t>() : 0;
+  CHECK(saved_decay == decay_ && (!enabled() || saved_from == from_),
+        "{}: the run was trained with ema_decay = {} and ema_from = {}, the config asks for "
+        "ema_decay = {} and ema_from = {}: resume with --ema_decay={} --ema_from={} (the average "
+        "is part of the training state), or start a new out_dir",
+        where, saved_decay, saved_from, decay_, from_, saved_decay, saved_from);
+  active_ = enabled() && state["active"].get<bool>();
+}
+
+void WeightEma::swap_with(std::span<float> weights) {
+  CHECK(weights.size() == avg_.size(), "WeightEma: {} weights against an average of {}",
+        weights.size(), avg_.size());
+  std::swap_ranges(weights.begin(), weights.end(), avg_.data());
+}
+
+EvaluateOnAverage::EvaluateOnAverage(WeightEma& ema, std::span<float> weights) : weights_(weights) {
+  if (!ema.active()) return;
+  ema.swap_with(weights_);
+  ema_ = &ema;
+}
+
+EvaluateOnAverage::~EvaluateOnAverage() {
+  if (ema_) ema_->swap_with(weights_);
+}
+
+}  // namespace nanogpt
