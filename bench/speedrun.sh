@@ -98,6 +98,9 @@ LIST
   if grep -q '^attn_gain *= *0*\.\?[0-9]*[1-9]' "$1"; then
     echo "no_attn_gain --attn_gain=0"
   fi
+  if grep -q '^ema_decay *= *0*\.[0-9]*[1-9]' "$1"; then
+    echo "no_ema --ema_decay=0"
+  fi
   if grep -q '^\(embedding\|head\)_learning_rate *= *[0-9.]*[1-9]' "$1"; then
     echo "no_own_rates --embedding_learning_rate=0 --head_learning_rate=0"
   fi

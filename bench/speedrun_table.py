@@ -39,6 +39,7 @@ ABLATION_TEXT = {
     "no_own_rates": "learning_rate for embeddings and head (their own rates off)",
     "no_unet_skips": "a plain stack (U-net skips off)",
     "no_attn_gain": "attention branches without a learned gain (attn_gain off)",
+    "no_ema": "evaluations on the trained weights (their moving average off)",
     "attn_dropout_on": "dropout on the attention weights too (attn_dropout = dropout)",
 }
 

@@ -71,6 +71,9 @@ void check_gpu_training_config(const TrainConfig& c) {
     refuse("context_warmup_iters (the sequence-length warmup)",
            "use --context_warmup_iters=0, or --device=cpu for it");
   }
+  if (c.ema_decay > 0) {
+    refuse("ema_decay (the weights' moving average)", "use --ema_decay=0, or --device=cpu for it");
+  }
 }
 
 namespace {

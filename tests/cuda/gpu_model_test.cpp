@@ -237,6 +237,10 @@ TEST(GpuModelHost, RefusesWhatTheGpuDoesNotRunByName) {
   EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--context_warmup_iters=0"),
             std::string::npos);
   t.context_warmup_iters = 0;
+  t.ema_decay = 0.9;
+  EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--ema_decay=0"),
+            std::string::npos);
+  t.ema_decay = 0;
   t.optim.head_learning_rate = 1e-3;
   EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("head_learning_rate"),
             std::string::npos);
