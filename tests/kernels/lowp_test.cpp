@@ -285,46 +285,10 @@ TEST_P(LowpOpsTest, LayerNormForwardAndBackward) {
   expect_within(di, di_w, 0.0, "dinp equals the float32 kernel on widened dout");
 }
 
-// The attention gain's residual (attn_gain) in the fused pass: residual_layernorm_forward with a
-// branch weight w equals skip_forward(res, a, b, w) then layernorm_forward bit for bit, with a
-// float32 and a 16-bit output, LayerNorm and RMSNorm, on every target; w = 1 is the plain sum.
-TEST_P(LowpOpsTest, ResidualLayerNormWithBranchWeightEqualsSkipThenNorm) {
-  const DType t = GetParam();
-  KernelContext ctx;
-  const int N = 37, C = 96;
-  const auto a = random_normal(size_t(N) * C, 18, 2.0f), b = random_normal(size_t(N) * C, 19);
-  const auto w = random_normal(C, 12), bi = random_normal(C, 13);
-  testing::for_each_target([&](const std::string& target) {
-    for (DType out_t : {DType::kF32, t}) {
-      for (NormKind norm : {NormKind::kLayerNorm, NormKind::kRmsNorm}) {
-        for (float gain : {0.37f, 1.0f}) {
-          const float* bias = norm == NormKind::kLayerNorm ? bi.data() : nullptr;
-          std::vector<float> res(size_t(N) * C), m(N), r(N), res_u(res.size()), m_u(N), r_u(N);
-          Lowp out(std::vector<float>(res.size()), out_t);
-          Lowp out_u(std::vector<float>(res.size()), out_t);
-          cpu::residual_layernorm_forward(ctx, res.data(), out.ptr(), m.data(), r.data(), a.data(),
-                                          b.data(), w.data(), bias, N, C, norm, gain);
-          cpu::skip_forward(res_u.data(), a.data(), b.data(), gain, int64_t{N} * C);
-          cpu::layernorm_forward(ctx, out_u.ptr(), m_u.data(), r_u.data(), res_u.data(), w.data(),
-                                 bias, N, C, norm);
-          const std::string where = fmt::format("{} {} gain {} {}", target, dtype_name(out_t), gain,
-                                                norm == NormKind::kRmsNorm ? "rms" : "ln");
-          EXPECT_EQ(res, res_u) << where;
-          EXPECT_TRUE(out == out_u) << where;
-          EXPECT_EQ(r, r_u) << where;
-          if (gain != 1.0f) continue;
-          std::vector<float> sum(res.size());
-          cpu::residual_forward(sum.data(), a.data(), b.data(), int64_t{N} * C);
-          EXPECT_EQ(res, sum) << where << " (the plain sum)";
-        }
-      }
-    }
-  });
-}
-
 // fused=True in 16-bit runs: the residual add (float32) and the LayerNorm with a 16-bit output in
 // one pass equal residual_forward then the 16-bit layernorm_forward bit for bit (the same float
-// row, rounded once), and the ref composition within the rounding tolerance.
+// row, rounded once), and the ref composition within the rounding tolerance; with a branch weight,
+// skip_forward then layernorm_forward.
 TEST_P(LowpOpsTest, ResidualLayerNormFusedEqualsUnfused) {
   const DType t = GetParam();
   KernelContext ctx;
@@ -355,6 +319,36 @@ TEST_P(LowpOpsTest, ResidualLayerNormFusedEqualsUnfused) {
     Lowp out_r(o32_r, t);
     expect_within(out.values(), out_r.values(), rounded_tolerance(o32, o32_r, t), "fused out");
   }
+
+  // With a branch weight w (the attention gain's residual, attn_gain): skip_forward(res, a, b, w)
+  // then layernorm_forward bit for bit, a float32 and a 16-bit output, LayerNorm and RMSNorm, on
+  // every target; w = 1 is the plain sum.
+  testing::for_each_target([&](const std::string& target) {
+    for (DType out_t : {DType::kF32, t}) {
+      for (NormKind norm : {NormKind::kLayerNorm, NormKind::kRmsNorm}) {
+        for (float gain : {0.37f, 1.0f}) {
+          const float* bias = norm == NormKind::kLayerNorm ? bi.data() : nullptr;
+          std::vector<float> res(size_t(N) * C), m(N), r(N), res_u(res.size()), m_u(N), r_u(N);
+          Lowp out(std::vector<float>(res.size()), out_t);
+          Lowp out_u(std::vector<float>(res.size()), out_t);
+          cpu::residual_layernorm_forward(ctx, res.data(), out.ptr(), m.data(), r.data(), a.data(),
+                                          b.data(), w.data(), bias, N, C, norm, gain);
+          cpu::skip_forward(res_u.data(), a.data(), b.data(), gain, int64_t{N} * C);
+          cpu::layernorm_forward(ctx, out_u.ptr(), m_u.data(), r_u.data(), res_u.data(), w.data(),
+                                 bias, N, C, norm);
+          const std::string where = fmt::format("{} {} gain {} {}", target, dtype_name(out_t), gain,
+                                                norm == NormKind::kRmsNorm ? "rms" : "ln");
+          EXPECT_EQ(res, res_u) << where;
+          EXPECT_TRUE(out == out_u) << where;
+          EXPECT_EQ(r, r_u) << where;
+          if (gain != 1.0f) continue;
+          std::vector<float> sum(res.size());
+          cpu::residual_forward(sum.data(), a.data(), b.data(), int64_t{N} * C);
+          EXPECT_EQ(res, sum) << where << " (the plain sum)";
+        }
+      }
+    }
+  });
 }
 
 TEST_P(LowpOpsTest, GeluForwardAndBackward) {
