@@ -23,6 +23,8 @@
 #   mlp_gain=G  the MLP branch times a learned scalar from G (0 = off)
 #   ns=k5|k4|pe5|pe4  Newton-Schulz: the published quintic 5 or 4 times, or the first 5 or 4
 #               per-step coefficients of Polar Express (Amsel et al., 2025)
+#   ema=D, ema_from=K  evaluate on an exponential moving average of the weights (after each step
+#               from K on avg = D avg + (1 - D) w; before it avg = w): nanogpt's ema_decay/ema_from
 #   iters, cool, warm, lr, min_lr, mlr, mom, qk_gain, cw, evals: the schedule and rates
 import json
 import math
@@ -36,7 +38,7 @@ import torch.nn.functional as F
 
 OPTIONS = dict(iters=140, cool=0.5, warm=30, lr=4e-3, min_lr=4e-4, mlr=0.02, mom=0.8, qk_gain=2.0,
                cw=80, evals='110,115,120,125,130,135,140', value='off', gain_init=0.5, smear=0,
-               x0=0, mlp_gain=0.0, ns='k5')
+               x0=0, mlp_gain=0.0, ns='k5', ema=0.0, ema_from=100)
 V, C, L, H, TMAX, BATCH = 65, 128, 4, 4, 64, 32
 HS = C // H
 QUINTIC = (3.4445, -4.7750, 2.0315)
@@ -189,12 +191,27 @@ def main():
         model.train()
         return total / count
 
+    params = list(model.parameters())
+    ema = [p.detach().clone() for p in params]
+
+    def eval_loss():  # on the average when ema > 0 (swapped in, then the weights back)
+        if opt['ema'] <= 0:
+            return whole_split_loss()
+        with torch.no_grad():
+            saved = [p.detach().clone() for p in params]
+            for p, e in zip(params, ema):
+                p.copy_(e)
+            v = whole_split_loss()
+            for p, w in zip(params, saved):
+                p.copy_(w)
+        return v
+
     evals = {int(e) for e in opt['evals'].split(',')}
     gen = torch.Generator().manual_seed(seed)
     losses, start = {}, time.time()
     for it in range(opt['iters'] + 1):
         if it in evals:
-            losses[it] = whole_split_loss()
+            losses[it] = eval_loss()
         if it == opt['iters']:
             break
         t = TMAX if it >= opt['cw'] else [8, 16, 32][min(2, it * 3 // opt['cw'])]
@@ -215,6 +232,10 @@ def main():
                 scale = math.sqrt(max(1.0, p.shape[0] / p.shape[1]))
                 p.add_(step, alpha=-opt['mlr'] * lr / opt['lr'] * scale)
         model.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            beta = opt['ema'] if it >= opt['ema_from'] else 0.0
+            for p, e in zip(params, ema):
+                e.mul_(beta).add_(p.detach(), alpha=1 - beta)
     reach = next((k for k in sorted(losses) if losses[k] <= 1.88), None)
     print(json.dumps({'seed': seed, 'opt': opt, 'reach': reach,
                       'val': {k: round(v, 4) for k, v in sorted(losses.items())},
