@@ -284,7 +284,7 @@ class TrainingRun {
     if (shard_masters) zero_->publish_weights(*model_, ctx_);
     // The weights' moving average: restored above on resume, else (ema_from 0) it starts as the
     // weights the run starts from.
-    if (from != "resume" && config_.ema_from == 0) {
+    if (ema_.enabled() && from != "resume" && config_.ema_from == 0) {
       ema_.start(std::as_const(*model_).params().data());
     }
     dp_->align(*train_loader_);
@@ -561,7 +561,7 @@ class TrainingRun {
   void evaluate_and_maybe_save() {
     Timer t;
     const auto [train_loss, val_loss] = [&] {
-      const EvaluateOnAverage on_average(ema_, model_->params());  // (ema_decay)
+      const EvaluateOnAverage on_average(ema_, [&] { return model_->params(); });  // (ema_decay)
       return estimate_loss();
     }();
     say(fmt::format("step {}: train loss {:.4f}, val loss {:.4f} ({:.0f} ms)", iter_num_,
@@ -591,7 +591,7 @@ class TrainingRun {
       files.push_back({val.file(i).tokens(), val.file(i).size()});
     }
     const FullEvalResult full = [&] {
-      const EvaluateOnAverage on_average(ema_, model_->params());  // (ema_decay)
+      const EvaluateOnAverage on_average(ema_, [&] { return model_->params(); });  // (ema_decay)
       return full_split_loss(*model_, ctx_, files, config_.model.block_size,
                              static_cast<int>(config_.batch_size), *comm_);
     }();
@@ -768,7 +768,7 @@ class TrainingRun {
           grads_zeroed = true;
         }
       }
-      ema_.after_step(std::as_const(*model_).params().data(), iter_num_);
+      if (ema_.enabled()) ema_.after_step(std::as_const(*model_).params().data(), iter_num_);
       scaler_.update(skipped);
       result_.comm_wait_seconds += comm_s;
       if (!grads_zeroed) model_->zero_grad();

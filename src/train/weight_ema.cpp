@@ -68,12 +68,6 @@ void WeightEma::swap_with(std::span<float> weights) {
   std::swap_ranges(weights.begin(), weights.end(), avg_.data());
 }
 
-EvaluateOnAverage::EvaluateOnAverage(WeightEma& ema, std::span<float> weights) : weights_(weights) {
-  if (!ema.active()) return;
-  ema.swap_with(weights_);
-  ema_ = &ema;
-}
-
 EvaluateOnAverage::~EvaluateOnAverage() {
   if (ema_) ema_->swap_with(weights_);
 }

@@ -55,11 +55,18 @@ class WeightEma {
 };
 
 // Evaluates on the average: swaps it into the weights for the scope's lifetime (nothing when the
-// average is off or not active yet). `weights` is the model's mutable arena (GPT::params(), which
-// also marks its 16-bit copy stale both ways).
+// average is off or not active yet). weights() gives the model's mutable arena (GPT::params(),
+// which also marks its 16-bit copy stale both ways); it is called only when there is an average to
+// swap in (a model whose master weights live outside it, ZeRO-1's, has no such arena).
 class EvaluateOnAverage {
  public:
-  EvaluateOnAverage(WeightEma& ema, std::span<float> weights);
+  template <class Weights>
+  EvaluateOnAverage(WeightEma& ema, Weights&& weights) {
+    if (!ema.active()) return;
+    weights_ = weights();
+    ema.swap_with(weights_);
+    ema_ = &ema;
+  }
   ~EvaluateOnAverage();
   EvaluateOnAverage(const EvaluateOnAverage&) = delete;
   EvaluateOnAverage& operator=(const EvaluateOnAverage&) = delete;

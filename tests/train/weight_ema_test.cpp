@@ -59,13 +59,14 @@ TEST(WeightEma, EvaluationsSeeTheAverageAndTheWeightsComeBack) {
   std::vector<float> w = weights_at(7, n);
   const std::vector<float> trained = w;
   {
-    const EvaluateOnAverage before_start(ema, w);  // not active yet: nothing swapped
+    const EvaluateOnAverage before_start(
+        ema, [&] { return std::span<float>(w); });  // not active yet: nothing swapped
     EXPECT_EQ(w, trained);
   }
   ema.after_step(weights_at(2, n).data(), 2);  // the average starts here
   const std::vector<float> average(ema.data(), ema.data() + n);
   {
-    const EvaluateOnAverage on_average(ema, w);
+    const EvaluateOnAverage on_average(ema, [&] { return std::span<float>(w); });
     EXPECT_EQ(w, average);
     EXPECT_EQ(std::vector<float>(ema.data(), ema.data() + n), trained);
   }
@@ -74,7 +75,10 @@ TEST(WeightEma, EvaluationsSeeTheAverageAndTheWeightsComeBack) {
   WeightEma off;
   EXPECT_FALSE(off.enabled());
   off.after_step(w.data(), 0);
-  const EvaluateOnAverage nothing(off, w);
+  const EvaluateOnAverage nothing(off, [&]() -> std::span<float> {
+    ADD_FAILURE() << "weights asked for without an average";
+    return w;
+  });
   EXPECT_EQ(w, trained);
 }
 
