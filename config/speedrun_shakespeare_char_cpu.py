@@ -35,7 +35,6 @@ context_warmup_start = 8
 # than the published 0.95: a short run wants a shorter memory (the search's seventh step)
 batch_size = 32
 gradient_accumulation_steps = 1
-recompute = 0           # keep the norms' and ReLU²'s outputs (6 C a row a layer, ~6 MiB here)
 optimizer = 'muon'
 muon_learning_rate = 0.02
 muon_momentum = 0.8
