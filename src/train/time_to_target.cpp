@@ -15,7 +15,10 @@ TimeToTarget::TimeToTarget(double target_loss, int64_t eval_interval, int64_t to
       tokens_per_iter_(tokens_per_iter) {}
 
 bool TimeToTarget::due(int64_t iter, int64_t max_iters) const {
-  return enabled() && ((iter % eval_interval_ == 0 && iter >= eval_from_) || iter == max_iters);
+  // eval_from, eval_from + interval, ... (a grid that starts where the caller says, not at the
+  // interval's multiples), and the last iteration.
+  return enabled() &&
+         ((iter >= eval_from_ && (iter - eval_from_) % eval_interval_ == 0) || iter == max_iters);
 }
 
 nlohmann::ordered_json TimeToTarget::record(int64_t iter, double loss, double eval_seconds,

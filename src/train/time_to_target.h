@@ -18,8 +18,8 @@ class TimeToTarget {
                int64_t eval_from = 0);
 
   bool enabled() const { return target_loss_ > 0; }
-  // A full evaluation is due at every eval_interval-th iteration from eval_from on, and at the
-  // last one.
+  // A full evaluation is due at eval_from, eval_from + eval_interval, ..., and at the last
+  // iteration.
   bool due(int64_t iter, int64_t max_iters) const;
 
   // Records the full evaluation at `iter` (iter steps done) that took eval_seconds and ended

@@ -94,8 +94,9 @@ struct TrainConfig {
     v("target_eval_interval", target_eval_interval,
       "with target_loss > 0: iterations between full-validation evaluations (>= 1)");
     v("target_eval_from", target_eval_from,
-      "with target_loss > 0: no full evaluation before this iteration (but the last): a run that "
-      "cannot be near the target yet spends no time evaluating (0 = from the start)");
+      "with target_loss > 0: the first full evaluation's iteration, the next ones every "
+      "target_eval_interval after it (none before it but the last): a run that cannot be near "
+      "the target yet spends no time evaluating (0 = from the start)");
     v("stop_at_target", stop_at_target,
       "with target_loss > 0: end the run (saving the checkpoint, as at max_iters) right after "
       "the full evaluation that reaches target_loss");

@@ -26,10 +26,14 @@ TEST(TimeToTarget, DueEveryIntervalAndAtTheLastIteration) {
   EXPECT_TRUE(t.due(8, 10));
   EXPECT_FALSE(t.due(9, 10));
   EXPECT_TRUE(t.due(10, 10));  // the last iteration, off the interval
+  // From eval_from on, every interval counted from it (6, 10, 14, ...: not the multiples of 4).
   const TimeToTarget late(1.5, 4, 100, /*eval_from=*/6);
   EXPECT_FALSE(late.due(0, 10));
   EXPECT_FALSE(late.due(4, 10));
-  EXPECT_TRUE(late.due(8, 10));
+  EXPECT_TRUE(late.due(6, 20));
+  EXPECT_FALSE(late.due(8, 20));
+  EXPECT_TRUE(late.due(10, 20));
+  EXPECT_TRUE(late.due(14, 20));
   EXPECT_TRUE(late.due(10, 10));
   EXPECT_TRUE(TimeToTarget(1.5, 4, 100, 50).due(10, 10));  // the last one even before eval_from
 }
