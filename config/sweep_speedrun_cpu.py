@@ -19,7 +19,13 @@
 # The average gains most mid-cooldown and nothing at the schedule's end (at 130 the weights'
 # own loss is as low): it buys ~4 iterations where the target is reached. Seeds 1339 and 1344
 # reach at 125 (1344 at 1.8794). Kept: ema_decay 0.9 from 90, the whole split at 115, 125 and 135
-# (an evaluation costs ~15 steps: checking every 10 rather than 5 saves the slow seeds one).
+# (an evaluation costs ~15 steps: checking every 10 rather than 5 saves the slow seeds one; the
+# grid now starts at target_eval_from, 71236be: it was the interval's multiples, 120 and 130).
+# Also tried with the average (the whole split at 110, 120, 130): cooldown_fraction 0.4 and 0.6,
+# mean loss at 110 / 120 1.8870 / 1.8633 and 1.8844 / 1.8640 against 0.5's 1.8867 / 1.8657: no
+# change beyond the seeds' noise. Measured (bench/speedrun.sh cpu at 71236be, docs/speedrun.md):
+# record seeds at 115 / 115 / 125 (242K tokens), held-out 9001-9005 at 115 125 115 115 125 (9002
+# at 1.8808 at 115).
 #
 # The eighth step of the search behind config/speedrun_shakespeare_char_cpu.py (issue 33,
 # 2026-11-28, AMD EPYC; search seeds 1337-1344 only).

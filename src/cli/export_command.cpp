@@ -23,6 +23,7 @@ struct ExportConfig {
   std::string init_from = "resume";
   std::string format = "llmc";
   std::string output = "";
+  bool ema = true;
 
   template <typename V>
   void visit(V&& v) {
@@ -34,6 +35,10 @@ struct ExportConfig {
     v("output", output,
       "file to write; default out_dir/model.bin (llmc), out_dir/model.safetensors (hf) or "
       "out_dir/ckpt.pt (nanogpt)");
+    v("ema", ema,
+      "llmc / hf from a checkpoint of a run that kept the weights' moving average (ema_decay): "
+      "write the average (True, what its evaluations ran on) or the trained weights (False); "
+      "nanogpt's ckpt.pt, a training checkpoint, always holds the trained weights");
   }
 };
 
@@ -57,7 +62,9 @@ int export_command(const Args& args) {
     fmt::print("{}\n", export_nanogpt_checkpoint(config.init_from, config.out_dir, output));
     return 0;
   }
-  ModelSource src = load_model_source(config.init_from, config.out_dir);
+  ModelSource src =
+      load_model_source(config.init_from, config.out_dir,
+                        config.ema ? CheckpointWeights::kAverage : CheckpointWeights::kTrained);
   ParamTable table(src.config);
   std::string output = config.output;
   if (output.empty()) {
@@ -74,7 +81,8 @@ int export_command(const Args& args) {
     auto config_path = std::filesystem::path(output).parent_path() / "config.json";
     std::ofstream(config_path) << hf_config_json(src.config).dump(2) << "\n";
   }
-  fmt::print("wrote {} ({} format) from {}\n", output, config.format, src.origin);
+  fmt::print("wrote {} ({} format) from {}{}\n", output, config.format, src.origin,
+             src.average ? " (the moving average of its weights)" : "");
   return 0;
 }
 

@@ -66,7 +66,14 @@ int sample_command(const Args& args) {
   apply_assignments(config, parse_command_line(args));
   config.validate();
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
-  ModelSource src = load_model_source(config.init_from, config.out_dir);
+  ModelSource src =
+      load_model_source(config.init_from, config.out_dir,
+                        config.ema ? CheckpointWeights::kAverage : CheckpointWeights::kTrained);
+  if (src.average) {
+    fmt::print(stderr,
+               "weights: the run's moving average of its weights (as its evaluations; "
+               "--ema=False for the trained weights)\n");
+  }
   auto tokenizer = tokenizer_for(config, src);
   // The CPU model, or on --device=cuda the GPU model (one sequence, the KV cache on the GPU).
   std::unique_ptr<GPT> model;

@@ -24,6 +24,7 @@ struct SampleConfig {
   int64_t threads = 0;
   std::string device = "cpu";
   std::string dtype = "float32";
+  bool ema = true;
 
   template <typename Visitor>
   void visit(Visitor&& v) {
@@ -47,6 +48,9 @@ struct SampleConfig {
     v("device", device,
       "'cpu' (default), or 'cuda' / 'cuda:0': sample on the first NVIDIA GPU (with the KV cache)");
     v("dtype", dtype, "--device=cuda: 'float32' (default) or 'bfloat16' weights and activations");
+    v("ema", ema,
+      "a checkpoint of a run that kept the weights' moving average (ema_decay): sample from the "
+      "average (True, what its evaluations ran on) or from the trained weights (False)");
   }
 
   void validate() const;

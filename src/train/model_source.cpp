@@ -2,6 +2,7 @@
 #include "train/model_source.h"
 
 #include <filesystem>
+#include <vector>
 
 #include "core/check.h"
 #include "io/checkpoint.h"
@@ -13,14 +14,30 @@
 
 namespace nanogpt {
 
-ModelSource load_model_source(const std::string& init_from, const std::string& out_dir) {
+ModelSource load_model_source(const std::string& init_from, const std::string& out_dir,
+                              CheckpointWeights which) {
   ModelSource src;
   if (init_from == "resume") {
     std::string dir = checkpoint_dir_of(out_dir);
     src.config = read_checkpoint_config(dir);
     ParamTable table(src.config);
     src.params = Buffer<float>(static_cast<size_t>(table.total_numel()));
-    LoadedCheckpoint ck = load_checkpoint(dir, src.config, table, src.params.data());
+    // The average (train/weight_ema.h: optimizer state 'ema'), read over the trained weights
+    // when asked for and kept; absent from checkpoints of runs without it.
+    bool found = false;
+    std::vector<StateArena> average;
+    if (which == CheckpointWeights::kAverage) average.push_back({"ema", src.params.data(), &found});
+    LoadedCheckpoint ck = load_checkpoint(dir, src.config, table, src.params.data(), average);
+    const bool active = ck.state.contains("ema") && ck.state["ema"].is_object() &&
+                        ck.state["ema"].value("active", false);
+    CHECK(!active || which != CheckpointWeights::kAverage || found,
+          "{}/state.json says the run kept the weights' moving average, but optimizer.safetensors "
+          "holds no 'ema' tensors: the checkpoint is incomplete (use --ema=False for the trained "
+          "weights)",
+          ck.dir);
+    // An average kept but not started yet (ema_from not reached): the trained weights again.
+    if (found && !active) ck = load_checkpoint(dir, src.config, table, src.params.data());
+    src.average = found && active;
     src.state = ck.state;
     src.origin = ck.dir;
     return src;

@@ -136,6 +136,26 @@ TEST_F(CliTest, WeightAverageEvaluatesWithoutChangingTrainingAndResumesBitExactl
   EXPECT_EQ(with.at("loss@19"), without.at("loss@19"));  // training itself unchanged
   const std::string opt = read_file_bytes(dir_ + "/straight/ckpt/optimizer.safetensors");
   EXPECT_NE(opt.find("\"ema.wte.weight\""), std::string::npos);
+  // sample and export (llm.c, HF) run on the average by default, the trained weights with
+  // --ema=False: those are the run without the average's, byte for byte.
+  const std::string draw = " --num_samples=1 --max_new_tokens=24 --seed=3 --start=ROMEO:";
+  RunResult avg = run_nanogpt(dir_, "sample --out_dir=straight" + draw);
+  RunResult trained = run_nanogpt(dir_, "sample --out_dir=straight --ema=False" + draw);
+  RunResult plain_draw = run_nanogpt(dir_, "sample --out_dir=plain" + draw);
+  ASSERT_EQ(avg.exit_code, 0) << avg.output;
+  EXPECT_NE(avg.output.find("weights: the run's moving average"), std::string::npos) << avg.output;
+  EXPECT_EQ(trained.output.find("moving average"), std::string::npos) << trained.output;
+  auto text = [](const std::string& out) { return out.substr(0, out.find("\n---")); };
+  EXPECT_EQ(text(trained.output), text(plain_draw.output));
+  for (const char* which : {"avg", "trained", "plain"}) {
+    const std::string from = std::string(which) == "plain" ? "plain" : "straight";
+    const std::string flag = std::string(which) == "trained" ? " --ema=False" : "";
+    RunResult e = run_nanogpt(
+        dir_, "export --format=llmc --out_dir=" + from + flag + " --output=" + which + ".bin");
+    ASSERT_EQ(e.exit_code, 0) << e.output;
+  }
+  EXPECT_EQ(read_file_bytes(dir_ + "/trained.bin"), read_file_bytes(dir_ + "/plain.bin"));
+  EXPECT_NE(read_file_bytes(dir_ + "/avg.bin"), read_file_bytes(dir_ + "/plain.bin"));
 
   RunResult other = run_nanogpt(
       dir_, train + "25 --out_dir=straight --init_from=resume " + "--ema_decay=0.9 --ema_from=7");
