@@ -32,6 +32,8 @@
 # 1344 1.8823 against 1.8927) kept; 6e-3 (min_lr 6e-4) 1.8737 / 1.8559; muon_learning_rate 0.025
 # 1.8740 / 1.8559; both 5e-3 and 0.025 1.8748 / 1.8557; muon_momentum 0.85 1.8806 / 1.8617.
 # (Without the average, the seventh step found 6e-3 no sooner: the average takes up the noise.)
+# Measured (bench/speedrun.sh cpu at c6af115): record seeds 1337-1339 and held-out 9001-9005 all
+# at the 115 check (236K tokens; their losses there 1.8594-1.8783), 2.8-3.0 s at ~21.5 ms a step.
 #
 # The eighth step of the search behind config/speedrun_shakespeare_char_cpu.py (issue 33,
 # 2026-11-28, AMD EPYC; search seeds 1337-1344 only).
