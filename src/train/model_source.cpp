@@ -29,7 +29,9 @@ ModelSource load_model_source(const std::string& init_from, const std::string& o
     if (which == CheckpointWeights::kAverage) average.push_back({"ema", src.params.data(), &found});
     LoadedCheckpoint ck = load_checkpoint(dir, src.config, table, src.params.data(), average);
     const bool active = ck.state.contains("ema") && ck.state["ema"].is_object() &&
-                        ck.state["ema"].value("active", false);
+                        ck.state["ema"].contains("active") &&
+                        ck.state["ema"]["active"].is_boolean() &&
+                        ck.state["ema"]["active"].get<bool>();
     CHECK(!active || which != CheckpointWeights::kAverage || found,
           "{}/state.json says the run kept the weights' moving average, but optimizer.safetensors "
           "holds no 'ema' tensors: the checkpoint is incomplete (use --ema=False for the trained "

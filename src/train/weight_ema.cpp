@@ -52,6 +52,13 @@ nlohmann::json WeightEma::to_json() const {
 
 void WeightEma::restore(const nlohmann::json& state, const std::string& where) {
   const bool saved = state.is_object() && state.contains("decay");
+  CHECK(!saved || (state["decay"].is_number() && state.contains("from") &&
+                   state["from"].is_number_integer() && state.contains("active") &&
+                   state["active"].is_boolean()),
+        "{}: \"ema\" must hold a number \"decay\", an integer \"from\" and a boolean "
+        "\"active\"; found {} (the file is damaged: resume from another checkpoint or start a new "
+        "out_dir)",
+        where, state.dump());
   const double saved_decay = saved ? state["decay"].get<double>() : 0.0;
   const int64_t saved_from = saved ? state["from"].get<int64_t>() : 0;
   CHECK(saved_decay == decay_ && (!enabled() || saved_from == from_),

@@ -105,6 +105,8 @@ TEST(WeightEma, ResumeKeepsTheStateAndRefusesOtherKeysNamingTheFix) {
   const std::string had = restore_error(off, {{"decay", 0.9}, {"from", 100}, {"active", true}});
   EXPECT_NE(had.find("--ema_decay=0.9 --ema_from=100"), std::string::npos) << had;
   EXPECT_EQ(restore_error(off, nlohmann::json()), "");
+  const std::string damaged = restore_error(ema, {{"decay", 0.9}, {"from", "x"}});
+  EXPECT_NE(damaged.find("ck/state.json: \"ema\" must hold"), std::string::npos) << damaged;
   EXPECT_THROW(WeightEma(1.0, 0, 8, nullptr), Error);
   EXPECT_THROW(WeightEma(0.5, -1, 8, nullptr), Error);
 }
