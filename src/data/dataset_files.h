@@ -17,4 +17,9 @@ inline constexpr const char* kPrepareIncompleteMarker = "prepare.incomplete";
 // nanogpt::Error naming data_dir if there are none, or if data_dir holds kPrepareIncompleteMarker.
 std::vector<std::string> dataset_files(const std::string& data_dir, const std::string& split);
 
+// The command that makes data_dir, for the messages of a dataset not prepared yet: the quickstart
+// and tinyshakespeare's own for brown_char and shakespeare_char, else `nanogpt prepare` with the
+// tokenizer a name like nanoGPT's suggests (*_char: char, others: gpt2) and a placeholder input.
+std::string prepare_command_for(const std::string& data_dir);
+
 }  // namespace nanogpt

@@ -34,9 +34,9 @@ nlohmann::json read_dataset_meta(const std::string& data_dir) {
 
 std::vector<std::string> split_files(const std::string& data_dir, const std::string& split) {
   CHECK(fs::exists(fs::path(data_dir) / (split + ".bin")) || fs::is_directory(data_dir),
-        "token file '{}' not found: prepare the dataset first, e.g. `nanogpt prepare "
-        "--tokenizer=char --input=corpus.txt --out_dir={}`, or set --data_dir / --dataset",
-        (fs::path(data_dir) / (split + ".bin")).string(), data_dir);
+        "token file '{}' not found: dataset '{}' is not prepared yet; make it with {}, or point "
+        "--dataset / --data_dir at a prepared one",
+        (fs::path(data_dir) / (split + ".bin")).string(), data_dir, prepare_command_for(data_dir));
   return dataset_files(data_dir, split);
 }
 
