@@ -31,7 +31,8 @@ const std::map<std::string, Command>& commands() {
       {"prepare", {prepare_command, prepare_help, "tokenize a corpus once into token files"}},
       {"train", {train_command, train_help, "train (or resume, or finetune) a GPT"}},
       {"sample", {sample_command, sample_help, "generate text from a checkpoint"}},
-      {"export", {export_command, export_help, "write a checkpoint as an llm.c model file"}},
+      {"export",
+       {export_command, export_help, "write a checkpoint as llm.c, Hugging Face or nanoGPT files"}},
       {"estimate",
        {estimate_command, estimate_help, "parameters, FLOPs and peak memory of a config"}},
       {"sweep", {sweep_command, sweep_help, "run a grid of trainings into results.csv"}},
@@ -61,7 +62,7 @@ void print_version() {
 
 void print_usage() {
   std::string text =
-      "nanogpt: train GPT models on the CPU (nanoGPT / llm.c compatible)\n\n"
+      "nanogpt: train GPT models on CPUs and NVIDIA GPUs (nanoGPT / llm.c compatible)\n\n"
       "usage: nanogpt <command> [config files...] [--key=value ...]\n"
       "       nanogpt help <command>      every key of a command: type, default, meaning\n"
       "       nanogpt --version           build, instruction sets, oneDNN, threads\n\n"

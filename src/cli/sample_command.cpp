@@ -98,7 +98,7 @@ int sample_command(const Args& args) {
 #else
     fail(
         "--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
-        "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or sample "
+        "it was built); build it on a machine with a CUDA toolkit (docs/guide/gpu.md), or sample "
         "with --device=cpu",
         config.device);
 #endif

@@ -68,7 +68,7 @@ int train_command(const Args& args) {
 #else
       fail(
           "--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
-          "it was built); build it on a machine with a CUDA toolkit (README: 'GPUs'), or train "
+          "it was built); build it on a machine with a CUDA toolkit (docs/guide/gpu.md), or train "
           "with --device=cpu",
           config.device);
 #endif
