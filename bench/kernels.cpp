@@ -18,7 +18,7 @@
 #include "core/float16.h"
 #include "core/rng.h"
 #include "kernels/compute_peaks.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/cpu/small_gemm.h"
@@ -57,7 +57,7 @@ void set_flops(benchmark::State& state, double flops) {
 void BM_MatmulForward(benchmark::State& state) {
   const int64_t N = state.range(0);
   const int C = static_cast<int>(state.range(1)), OC = static_cast<int>(state.range(2));
-  KernelContext ctx;
+  CpuBackend ctx;
   auto inp = random_vec(N * C, 1), w = random_vec(size_t(OC) * C, 2, 0.02f), b = random_vec(OC, 3);
   std::vector<float> out(N * OC);
   for (auto _ : state) {
@@ -70,7 +70,7 @@ void BM_MatmulForward(benchmark::State& state) {
 void BM_MatmulBackward(benchmark::State& state) {
   const int64_t N = state.range(0);
   const int C = static_cast<int>(state.range(1)), OC = static_cast<int>(state.range(2));
-  KernelContext ctx;
+  CpuBackend ctx;
   auto inp = random_vec(N * C, 1), w = random_vec(size_t(OC) * C, 2, 0.02f);
   auto dout = random_vec(N * OC, 3);
   std::vector<float> dinp(N * C), dw(size_t(OC) * C), db(OC);
@@ -125,7 +125,7 @@ void BM_MatmulLowp(benchmark::State& state) {
   const auto b = random_vec(OC, 4);
   std::vector<std::byte> out(N * OC * 4), dinp(N * C * es);
   std::vector<float> dw(size_t(OC) * C);
-  KernelContext ctx;
+  CpuBackend ctx;
   for (auto _ : state) {
     if (part == 0) {
       cpu::matmul_forward(ctx, TypedPtr(out.data(), fwd_out), ConstTypedPtr(inp.data(), t),
@@ -180,7 +180,7 @@ void BM_W1Gemm(benchmark::State& state) {
   const int C = static_cast<int>(state.range(1)), OC = static_cast<int>(state.range(2));
   const int product = static_cast<int>(state.range(3));
   const bool small = state.range(4) == 1;
-  KernelContext ctx;
+  CpuBackend ctx;
   auto inp = random_vec(N * C, 1), w = random_vec(size_t(OC) * C, 2, 0.02f), b = random_vec(OC, 3);
   auto dout = random_vec(N * OC, 4);
   std::vector<float> out(N * OC), dinp(N * C), dw(size_t(OC) * C);
@@ -228,14 +228,14 @@ double attention_flops(int B, int T, int C, bool backward) {
   return pairs * C * 2 * (backward ? 5 : 2);
 }
 
-// The float32 attention as the model calls it: through a KernelContext, which keeps the kernel's
+// The float32 attention as the model calls it: through a CpuBackend, which keeps the kernel's
 // per-thread scratch between calls (cpu::AttentionWorkspace).
-void attention_forward_ctx(KernelContext& ctx, std::vector<float>& out, std::vector<float>& lse,
+void attention_forward_ctx(CpuBackend& ctx, std::vector<float>& out, std::vector<float>& lse,
                            const std::vector<float>& qkv, int B, int T, int C, int NH, float p) {
   cpu::attention_forward(ctx, TypedPtr(out.data()), lse.data(), ConstTypedPtr(qkv.data()), B, T, C,
                          NH, p, 5);
 }
-void attention_backward_ctx(KernelContext& ctx, std::vector<float>& dqkv,
+void attention_backward_ctx(CpuBackend& ctx, std::vector<float>& dqkv,
                             const std::vector<float>& dout, const std::vector<float>& out,
                             const std::vector<float>& lse, const std::vector<float>& qkv, int B,
                             int T, int C, int NH, float p) {
@@ -248,7 +248,7 @@ void attention_backward_ctx(KernelContext& ctx, std::vector<float>& dqkv,
 void time_attention(benchmark::State& state, int B, int T, int C, int NH, float p) {
   auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
   std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
-  KernelContext ctx;
+  CpuBackend ctx;
   for (auto _ : state) {
     attention_forward_ctx(ctx, out, lse, qkv, B, T, C, NH, p);
     attention_backward_ctx(ctx, dqkv, dout, out, lse, qkv, B, T, C, NH, p);
@@ -286,7 +286,7 @@ void BM_AttentionW1(benchmark::State& state) {
   const Buffer<float> qkv = aligned(random_vec(rows * 3 * C, 1)),
                       dout = aligned(random_vec(rows * C, 2));
   Buffer<float> out(rows * C), lse(size_t(B) * NH * T), dqkv(rows * 3 * C);
-  KernelContext ctx;
+  CpuBackend ctx;
   const auto forward = [&] {
     cpu::attention_forward(ctx, TypedPtr(out.data()), lse.data(), ConstTypedPtr(qkv.data()), B, T,
                            C, NH, 0.0f, 5);
@@ -325,7 +325,7 @@ struct Bf16Attention {
   int B, T, C, NH;
   std::vector<uint16_t> qkv, dout, out, dqkv;
   std::vector<float> lse;
-  KernelContext ctx;
+  CpuBackend ctx;
   Bf16Attention(int b, int t, int c, int nh)
       : B(b),
         T(t),
@@ -358,7 +358,7 @@ void BM_AttentionBf16(benchmark::State& state) {
   const int B = w2 ? 64 : 4, T = w2 ? 256 : 1024, C = w2 ? 384 : 768, NH = w2 ? 6 : 12;
   const float p = w2 && state.range(1) != 3 ? 0.2f : 0.0f;
   Bf16Attention a(B, T, C, NH);
-  KernelContext& ctx = a.ctx;
+  CpuBackend& ctx = a.ctx;
   for (auto _ : state) {
     if (native) {
       a.native_forward_backward(p);
@@ -410,14 +410,14 @@ BENCHMARK(BM_AttentionBf16CpuTrack)
     ->UseRealTime();
 
 // W4: B 1, 12 heads x 64, fwd+bwd at long context (args: T; part 0 fwd+bwd, 1 fwd, 2 bwd),
-// through a KernelContext as the model calls it.
+// through a CpuBackend as the model calls it.
 // FLOPs as above (FlashAttention's convention for causal attention: backward = 2.5 x forward).
 void BM_AttentionW4(benchmark::State& state) {
   const int B = 1, T = static_cast<int>(state.range(0)), part = static_cast<int>(state.range(1));
   const int C = 768, NH = 12;
   auto qkv = random_vec(size_t(B) * T * 3 * C, 1), dout = random_vec(size_t(B) * T * C, 2);
   std::vector<float> out(size_t(B) * T * C), lse(size_t(B) * NH * T), dqkv(qkv.size());
-  KernelContext ctx;
+  CpuBackend ctx;
   attention_forward_ctx(ctx, out, lse, qkv, B, T, C, NH, 0.0f);
   for (auto _ : state) {
     if (part != 2) attention_forward_ctx(ctx, out, lse, qkv, B, T, C, NH, 0.0f);
@@ -541,7 +541,7 @@ void BM_LayerNormSmall(benchmark::State& state) {
   Buffer<std::byte> out(N * C * es), dout(N * C * es);
   Buffer<float> res(N * C), mean(N), rstd(N), dx(N * C), dw(C), db(C);
   cpu::convert(TypedPtr(dout.data(), t), dout32.data(), N * C);
-  KernelContext ctx;
+  CpuBackend ctx;
   cpu::layernorm_forward(ctx, TypedPtr(out.data(), t), mean.data(), rstd.data(), x.data(), w.data(),
                          bias, N, C, norm);
   for (auto _ : state) {
@@ -581,7 +581,7 @@ void BM_GeluForwardBackward(benchmark::State& state) {
   std::vector<std::byte> x(N * es), dout(N * es), out(N * es), dx(N * es);
   cpu::convert(TypedPtr(x.data(), t), x32.data(), N);
   cpu::convert(TypedPtr(dout.data(), t), dout32.data(), N);
-  KernelContext ctx;
+  CpuBackend ctx;
   for (auto _ : state) {
     cpu::gelu_forward(ctx, TypedPtr(out.data(), t), ConstTypedPtr(x.data(), t), N, kind);
     if (state.range(3)) {
@@ -614,7 +614,7 @@ void BM_MlpGelu(benchmark::State& state) {
   const int C = static_cast<int>(state.range(1)), H = 4 * C;
   const bool fused = state.range(2) != 0;
   const DType t = state.range(3) ? DType::kBF16 : DType::kF32;
-  KernelContext ctx;
+  CpuBackend ctx;
   // Storage of n random elements of t (float-sized storage).
   auto make = [&](int64_t n, uint64_t seed) {
     std::vector<float> v = random_vec(static_cast<size_t>(n), seed, 0.1f);
@@ -714,7 +714,7 @@ BENCHMARK(BM_OptimizerStep124M)
 void BM_NewtonSchulz(benchmark::State& state) {
   const int64_t rows = state.range(0), cols = state.range(1);
   const DType dtype = state.range(2) != 0 ? DType::kBF16 : DType::kF32;
-  KernelContext ctx;
+  CpuBackend ctx;
   NewtonSchulz ns(ctx, dtype, rows * cols, std::min(rows, cols));
   const auto m = random_vec(rows * cols, 1);
   std::vector<float> out(rows * cols);

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "core/timer.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "sample/generator.h"
 
@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   cfg.block_size = 1024;
   GPT model(cfg);
   model.init_weights(1);
-  KernelContext ctx;
+  CpuBackend ctx;
   std::vector<int> prompt = {50256};
   for (bool cached : {true, false}) {
     int n = cached ? new_tokens : no_cache_tokens;

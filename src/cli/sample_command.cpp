@@ -10,7 +10,7 @@
 #include "core/check.h"
 #include "core/config.h"
 #include "core/timer.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "sample/generator.h"
 #if NANOGPT_WITH_CUDA
@@ -77,7 +77,7 @@ int sample_command(const Args& args) {
   auto tokenizer = tokenizer_for(config, src);
   // The CPU model, or on --device=cuda the GPU model (one sequence, the KV cache on the GPU).
   std::unique_ptr<GPT> model;
-  std::unique_ptr<KernelContext> ctx;
+  std::unique_ptr<CpuBackend> ctx;
 #if NANOGPT_WITH_CUDA
   std::unique_ptr<cuda::CudaContext> gpu_ctx;
   std::unique_ptr<GpuGpt> gpu_model;
@@ -86,7 +86,7 @@ int sample_command(const Args& args) {
   if (config.device == "cpu") {
     model = std::make_unique<GPT>(src.config);
     std::copy(src.params.begin(), src.params.end(), model->params().begin());
-    ctx = std::make_unique<KernelContext>();
+    ctx = std::make_unique<CpuBackend>();
   } else {
 #if NANOGPT_WITH_CUDA
     DType dtype = DType::kF32;

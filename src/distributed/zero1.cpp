@@ -70,7 +70,7 @@ void Zero1::set_masters_from_whole(const float* whole) {
   std::copy(whole + begin_, whole + end_, master_.data());
 }
 
-void Zero1::publish_weights(GPT& model, KernelContext& ctx, double* comm_seconds) {
+void Zero1::publish_weights(GPT& model, CpuBackend& ctx, double* comm_seconds) {
   CHECK(shards_masters() && model.master_weights() == MasterWeights::kOutside,
         "Zero1::publish_weights: needs sharded master weights and a model built with "
         "MasterWeights::kOutside");
@@ -112,7 +112,7 @@ void Zero1::step(float* params, double lr, double norm, double max_norm, double*
   *comm_seconds += seconds_since(t0);
 }
 
-void Zero1::step(GPT& model, KernelContext& ctx, double lr, double norm, double max_norm,
+void Zero1::step(GPT& model, CpuBackend& ctx, double lr, double norm, double max_norm,
                  double* comm_seconds) {
   if (!shards_masters()) {
     step(model.params().data(), lr, norm, max_norm, comm_seconds);

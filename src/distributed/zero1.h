@@ -26,7 +26,7 @@
 #include "core/buffer.h"
 #include "core/memory.h"
 #include "distributed/communicator.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "model/params.h"
 #include "optim/optim_config.h"
@@ -62,7 +62,7 @@ class Zero1 {
   void set_masters_from_whole(const float* whole);
   // shards_masters(): sets the model's weights from every rank's master shard (each rank its range
   // of the 16-bit copy and float32 copies, then all-gathers). Every rank calls it together.
-  void publish_weights(GPT& model, KernelContext& ctx, double* comm_seconds = nullptr);
+  void publish_weights(GPT& model, CpuBackend& ctx, double* comm_seconds = nullptr);
 
   // grads: the whole arena, this rank's own micro-batch sum. Sums this rank's shard over ranks and
   // returns the global gradient norm (before clipping). Adds its waiting time to *comm_seconds.
@@ -72,7 +72,7 @@ class Zero1 {
   void step(float* params, double lr, double norm, double max_norm, double* comm_seconds);
   // The step of the trainer's model: the float32 step above on model.params(), or, with sharded
   // masters, the update of master_shard() and publish_weights.
-  void step(GPT& model, KernelContext& ctx, double lr, double norm, double max_norm,
+  void step(GPT& model, CpuBackend& ctx, double lr, double norm, double max_norm,
             double* comm_seconds);
 
   // Called by every rank together. Fills `whole` (name -> whole arena) on rank 0 with every state

@@ -17,7 +17,7 @@ class CpuTarget;
 // Applies the CPU target to everything that dispatches at run time: Highway's choice for our
 // kernels (CpuTarget::apply) and oneDNN's ISA (dnnl::set_max_cpu_isa, the same level: avx2 caps
 // its matmuls at avx2). oneDNN takes its cap once, before its first primitive: later calls leave
-// it as it is. Called by main() for every command and by each KernelContext.
+// it as it is. Called by main() for every command and by each CpuBackend.
 void apply_cpu_target(const CpuTarget& target);
 
 }  // namespace nanogpt

@@ -9,7 +9,7 @@
 
 #include "core/cpu_target.h"
 #include "core/timer.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
@@ -23,7 +23,7 @@ double lowp_matmul_flops(DType dtype, int threads) {
   constexpr int C = 768, OC = 3072;
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  KernelContext ctx;
+  CpuBackend ctx;
   const size_t es = dtype_size(dtype);
   std::vector<unsigned char> inp(N * C * es), weight(size_t{OC} * C * es), out(N * OC * es);
   // Small values, the same in any dtype: 1/64 as bf16 or fp16 bits.

@@ -44,7 +44,7 @@ class AttentionProbe {
   }
 
   // Milliseconds of one forward + backward in `way` (the context's ways restored after).
-  double run(KernelContext& ctx, AttentionBf16Way way) {
+  double run(CpuBackend& ctx, AttentionBf16Way way) {
     KernelWays ways = ctx.ways();
     ways.attention_bf16 = way;
     const ScopedWays scoped(ctx, ways);
@@ -103,7 +103,7 @@ std::string KernelPlan::describe() const {
   return out;
 }
 
-KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShape& shape,
+KernelPlan plan_kernel_ways(CpuBackend& ctx, DType dtype, const AttentionShape& shape,
                             const std::string& requested, int threads, const UnitRates& units,
                             bool use_cache, double min_timed_flops) {
   KernelPlan plan;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/dtype.h"
 #include "kernels/kernel_ways.h"
 
@@ -61,7 +61,7 @@ inline constexpr double kMinTimedAttentionFlops = 1e8;
 // The ways for a run in `dtype` whose attention has `shape`. requested: "auto", "native",
 // "widened" or "onednn" (a forced way the CPU or shape cannot run falls back to the faster unit's
 // way, and says so). oneDNN's way is chosen only by measuring (or forced), never by the unit rule.
-KernelPlan plan_kernel_ways(KernelContext& ctx, DType dtype, const AttentionShape& shape,
+KernelPlan plan_kernel_ways(CpuBackend& ctx, DType dtype, const AttentionShape& shape,
                             const std::string& requested, int threads, const UnitRates& units,
                             bool use_cache = true,
                             double min_timed_flops = kMinTimedAttentionFlops);
@@ -85,7 +85,7 @@ inline constexpr double kMinTimedProductFlops = 2e7;
 // by timing one step's worth of them in each way, taking turns, a warm-up first; the tiles unless
 // oneDNN is clearly faster. requested: "auto", or a forced way: "onednn", or our tiles for
 // "tiles", "native" and "widened" (as --kernel_choice's values mean it, kernel_ways.h).
-void plan_small_products(KernelPlan& plan, KernelContext& ctx, DType dtype,
+void plan_small_products(KernelPlan& plan, CpuBackend& ctx, DType dtype,
                          const std::vector<ProductShape>& products, const std::string& requested,
                          int threads, bool use_cache = true,
                          double min_timed_flops = kMinTimedProductFlops);

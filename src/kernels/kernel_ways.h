@@ -1,7 +1,7 @@
 // KernelWays: which way each family of products runs in this run, where there is more than one
 // (issue 30). Chosen at start-up by measuring each candidate at the run's own shapes
 // (kernels/kernel_planner.h) or forced by --kernel_choice; part of the run's numerics, so saved in
-// the checkpoint and kept on resume. Held by the KernelContext and read by the dispatchers.
+// the checkpoint and kept on resume. Held by the CpuBackend and read by the dispatchers.
 //   attention_bf16: a bfloat16 run's attention on the native bf16 kernel (vdpbf16ps dot
 //   products; P and dS rounded to bf16), on the float32 flash kernel over inputs widened to
 //   float32 (FMAs), or with its block products as oneDNN matmuls (cpu/attention_onednn.h: AMX

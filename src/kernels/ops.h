@@ -16,7 +16,7 @@
 
 namespace nanogpt {
 
-class KernelContext;
+class CpuBackend;
 
 // The MLP's activation. The ops that apply it keep GPT-2's names (gelu_forward, gelu_backward,
 // matmul_gelu_forward, ...): kTanh and kExact are GELU's two forms (tanh approximation, erf), kRelu2
@@ -95,15 +95,15 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 
 namespace cpu {
 NANOGPT_DECLARE_OPS
-void matmul_forward(KernelContext& ctx, float* out, const float* inp, const float* weight,
+void matmul_forward(CpuBackend& ctx, float* out, const float* inp, const float* weight,
                     const float* bias, int64_t N, int C, int OC);
 // dinp may be null (e.g. the embedding side of the tied head needs no input grad).
-void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+void matmul_backward(CpuBackend& ctx, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, int64_t N, int C,
                      int OC);
 // matmul_backward with dinp (not null) overwritten, dinp = dout . weight, instead of accumulated:
 // for a dinp the caller would zero-fill first (same values, one pass over dinp less).
-void matmul_backward_overwrite(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+void matmul_backward_overwrite(CpuBackend& ctx, float* dinp, float* dweight, float* dbias,
                                const float* dout, const float* inp, const float* weight, int64_t N,
                                int C, int OC);
 // gelu_backward with dinp overwritten, dinp = dout * gelu'(inp): same values as accumulating into

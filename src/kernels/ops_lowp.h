@@ -69,51 +69,51 @@ void gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias, ConstType
 namespace cpu {
 void convert(TypedPtr dst, ConstTypedPtr src, int64_t n);
 void fill_zero(TypedPtr dst, int64_t n);  // in parallel chunks when large
-void layernorm_forward(KernelContext& ctx, TypedPtr out, float* mean, float* rstd,
+void layernorm_forward(CpuBackend& ctx, TypedPtr out, float* mean, float* rstd,
                        const float* inp, const float* weight, const float* bias, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
-void layernorm_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+void layernorm_backward(CpuBackend& ctx, float* dinp, float* dweight, float* dbias,
                         ConstTypedPtr dout, const float* inp, const float* weight,
                         const float* mean, const float* rstd, int64_t N, int C, NormKind norm = NormKind::kLayerNorm);
 // res (N, C) = a + w * b (the float32 residual stream), then out (any dtype), mean, rstd =
 // layernorm_forward(res): bit-identical to residual_forward (w 1) or skip_forward (w) followed by
 // layernorm_forward, in one pass (fused=True).
-void residual_layernorm_forward(KernelContext& ctx, float* res, TypedPtr out, float* mean,
+void residual_layernorm_forward(CpuBackend& ctx, float* res, TypedPtr out, float* mean,
                                 float* rstd, const float* a, const float* b, const float* weight,
                                 const float* bias, int64_t N, int C,
                                 NormKind norm = NormKind::kLayerNorm, float w = 1.0f);
-void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind);
-void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
+void gelu_forward(CpuBackend& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind);
+void gelu_backward(CpuBackend& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                    int64_t N, MlpActivation kind);
 // gelu_backward with dinp OVERWRITTEN (dinp = round(dout * gelu'(inp))): the values of
 // gelu_backward into a zeroed dinp, without the zero-fill (all float32: ops.h's; bf16 in
 // registers; other dtypes zero-fill and accumulate).
-void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
+void gelu_backward_overwrite(CpuBackend& ctx, TypedPtr dinp, ConstTypedPtr inp,
                              ConstTypedPtr dout, int64_t N, MlpActivation kind);
 // dropout_backward (ops.h) with dinp OVERWRITTEN: the bits of fill_zero then dropout_backward
 // (signed zeros included), without the zero-fill's pass and without reading dinp.
 void dropout_backward_overwrite(float* dinp, const float* dout, int64_t N, float p, uint64_t seed);
-void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
+void attention_forward(CpuBackend& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
                        int T, int C, int NH, float dropout_p, uint64_t seed);
-void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
+void attention_backward(CpuBackend& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
                         const float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
                         float dropout_p, uint64_t seed);
-void matmul_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight,
+void matmul_forward(CpuBackend& ctx, TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight,
                     const float* bias, int64_t N, int C, int OC);
-void matmul_backward(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+void matmul_backward(CpuBackend& ctx, TypedPtr dinp, float* dweight, float* dbias,
                      ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                      int OC);
 // matmul_backward with dinp (not null) OVERWRITTEN, dinp = round(dout . weight): the values of
 // matmul_backward into a zeroed dinp, without the zero-fill or oneDNN's sum post-op reading it (on
 // all float32 (ops.h's) and the native bf16 matmul; other combinations zero-fill and accumulate).
-void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+void matmul_backward_overwrite(CpuBackend& ctx, TypedPtr dinp, float* dweight, float* dbias,
                                ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight,
                                int64_t N, int C, int OC);
 // The fused MLP ops above, row block by row block: each block's matmul output is still in cache
 // when the GELU (forward) or the GELU derivative (backward) reads it (kernels/cpu/mlp_fused.cpp).
-void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
+void matmul_gelu_forward(CpuBackend& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
                          ConstTypedPtr weight, const float* bias, int64_t N, int C, int OC,
                          MlpActivation kind);
-void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, float* dbias,
+void gelu_matmul_backward(CpuBackend& ctx, TypedPtr dpre, float* dweight, float* dbias,
                           ConstTypedPtr dout, ConstTypedPtr pre, ConstTypedPtr weight, int64_t N,
                           int C, int OC, MlpActivation kind);
 // Whether the fused MLP ops above run as one parallel region each for activations and weights of
@@ -121,10 +121,10 @@ void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, flo
 // CPU recipe); the model then fuses the MLP even with fused_mlp off (it pays there: a region and a
 // pass over (N, OC) saved per op, docs/benchmarks.md). The projection's backward is the transposed
 // shape, which small_gemm takes alike. False where the context's small products way is oneDNN.
-bool mlp_fusion_one_region(const KernelContext& ctx, DType dtype, int64_t N, int C, int OC);
+bool mlp_fusion_one_region(const CpuBackend& ctx, DType dtype, int64_t N, int C, int OC);
 // Whether matmuls with inputs of this dtype run on native kernels here (bf16 on AVX512_BF16 / AMX
 // through oneDNN) rather than widening to float32; impl_name (nullable) gets oneDNN's kernel name.
-bool native_matmul(KernelContext& ctx, DType dtype, const char** impl_name = nullptr);
+bool native_matmul(CpuBackend& ctx, DType dtype, const char** impl_name = nullptr);
 }  // namespace cpu
 
 }  // namespace nanogpt

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/kernel_ways.h"
 
 namespace nanogpt {
@@ -13,7 +13,7 @@ namespace nanogpt {
 // Sets ctx's ways for its lifetime; the ones it had come back on destruction.
 class ScopedWays {
  public:
-  ScopedWays(KernelContext& ctx, const KernelWays& ways) : ctx_(ctx), saved_(ctx.ways()) {
+  ScopedWays(CpuBackend& ctx, const KernelWays& ways) : ctx_(ctx), saved_(ctx.ways()) {
     ctx_.set_ways(ways);
   }
   ~ScopedWays() { ctx_.set_ways(saved_); }
@@ -21,7 +21,7 @@ class ScopedWays {
   ScopedWays& operator=(const ScopedWays&) = delete;
 
  private:
-  KernelContext& ctx_;
+  CpuBackend& ctx_;
   KernelWays saved_;
 };
 

@@ -49,7 +49,7 @@ class ProductProbe {
   }
 
   // Milliseconds of one forward (+ backward) in `way` (the context's ways restored after).
-  double run(KernelContext& ctx, SmallProductsWay way) {
+  double run(CpuBackend& ctx, SmallProductsWay way) {
     KernelWays ways = ctx.ways();
     ways.small_products_f32 = way;
     const ScopedWays scoped(ctx, ways);
@@ -70,7 +70,7 @@ class ProductProbe {
 
 }  // namespace
 
-void plan_small_products(KernelPlan& plan, KernelContext& ctx, DType dtype,
+void plan_small_products(KernelPlan& plan, CpuBackend& ctx, DType dtype,
                          const std::vector<ProductShape>& products, const std::string& requested,
                          int threads, bool use_cache, double min_timed_flops) {
   plan.small_products.clear();

@@ -153,7 +153,7 @@ ArenaLayout grad_scratch_layout(const ModelConfig& cfg, int64_t N, DType dtype) 
 
 void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker,
                           int64_t chunk_rows_wanted, DType dtype, bool checkpoint_blocks,
-                          int recompute) {
+                          int recompute, MemorySpace* space) {
   const int64_t rows = chunk_rows_for(cfg, N, chunk_rows_wanted, dtype);
   if (N <= capacity_ && !layers.empty() && rows <= chunk_rows && dtype == dtype_ &&
       checkpoint_blocks == checkpoint_blocks_ && recompute == recompute_) {
@@ -162,7 +162,7 @@ void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* trac
   Carver counter(nullptr);
   carve_activations(cfg, N, rows, dtype, checkpoint_blocks, recompute, counter, *this);
   arena_ = Buffer<float>();  // free the old arena before allocating the larger one
-  arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker);
+  arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker, space);
   Carver carver(arena_.data());
   carve_activations(cfg, N, rows, dtype, checkpoint_blocks, recompute, carver, *this);
   capacity_ = N;
@@ -171,12 +171,13 @@ void Activations::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* trac
   recompute_ = recompute;
 }
 
-void GradScratch::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker, DType dtype) {
+void GradScratch::reserve(const ModelConfig& cfg, int64_t N, MemoryTracker* tracker, DType dtype,
+                          MemorySpace* space) {
   if (N <= capacity_ && dtype == dtype_) return;
   Carver counter(nullptr);
   carve_scratch(cfg, N, dtype, counter, *this);
   arena_ = Buffer<float>();
-  arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker);
+  arena_ = Buffer<float>(static_cast<size_t>(counter.used()), tracker, space);
   Carver carver(arena_.data());
   carve_scratch(cfg, N, dtype, carver, *this);
   capacity_ = N;

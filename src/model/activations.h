@@ -84,9 +84,11 @@ class Activations {
  public:
   // Makes the views valid for N = B*T rows (reallocates only when N exceeds the capacity or the
   // classifier chunk or the dtype changes). chunk_rows: rows per classifier chunk, 0 =
-  // classifier_chunk_rows. dtype: the activation dtype (the TypedPtr views).
+  // classifier_chunk_rows. dtype: the activation dtype (the TypedPtr views). space: the memory
+  // the arena lives in (a backend's; null: the host's).
   void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker, int64_t chunk_rows = 0,
-               DType dtype = DType::kF32, bool checkpoint_blocks = false, int recompute = 2);
+               DType dtype = DType::kF32, bool checkpoint_blocks = false, int recompute = 2,
+               MemorySpace* space = nullptr);
   int64_t capacity() const { return capacity_; }
 
   float* encoded = nullptr;              // (N, C)  dropout(wte[inp] + wpe[t]): the blocks' input
@@ -125,7 +127,7 @@ class GradScratch {
   // dtype: the activation dtype; the TypedPtr views hold activation gradients in it (so that a
   // float16 run really stores them in float16, which is what its loss scaling is for).
   void reserve(const ModelConfig& config, int64_t N, MemoryTracker* tracker,
-               DType dtype = DType::kF32);
+               DType dtype = DType::kF32, MemorySpace* space = nullptr);
   int64_t capacity() const { return capacity_; }
 
   float* dresidual = nullptr;  // (N, C)  gradient of the residual stream (float32)

@@ -53,19 +53,20 @@ static ConstTypedPtr in_act_dtype(Backend& ops, TypedPtr lowp, const float* g, i
   return lowp;
 }
 
-GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights masters)
+GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights masters, Backend* memory)
     : config_((config.validate(), config)),
       arch_(Architecture::of(config_)),
       table_(config_),
       tracker_(tracker),
+      memory_(memory),
       masters_(masters),
       params_(masters == MasterWeights::kInModel ? static_cast<size_t>(table_.total_numel()) : 0,
-              tracker),
-      grads_(static_cast<size_t>(table_.total_numel()), tracker) {
+              tracker, memory_),
+      grads_(static_cast<size_t>(table_.total_numel()), tracker, memory_) {
   if (masters_ == MasterWeights::kInModel) {
     w_ = bind_weights(table_, config_.n_layer, params_.data());
   } else {
-    fp32_reads_ = Buffer<float>(static_cast<size_t>(table_.fp32_read_numel()), tracker);
+    fp32_reads_ = Buffer<float>(static_cast<size_t>(table_.fp32_read_numel()), tracker, memory_);
     w_ = bind_weights(table_, config_.n_layer, fp32_reads_.data(), WeightLayout::kFp32Read);
   }
   g_ = bind_weights(table_, config_.n_layer, grads_.data());
@@ -103,6 +104,15 @@ void GPT::check_masters_inside(const char* what) const {
         what);
 }
 
+void GPT::check_backend(const Backend& ops, const char* what) const {
+  const MemorySpace* here = memory_;
+  // Host memory is one space, whichever CpuBackend allocated it.
+  CHECK(here == &ops || (ops.host_addressable() && (here == nullptr || here->host_addressable())),
+        "GPT::{}: the model's arenas live in {} memory, but the backend given computes in {}: "
+        "pass the backend the model was made with",
+        what, memory_ ? memory_->memory_name() : "host", ops.memory_name());
+}
+
 void GPT::init_weights(uint64_t seed) {
   check_masters_inside("init_weights");
   nanogpt::init_weights(table_, params_.data(), seed);
@@ -117,20 +127,21 @@ void GPT::set_dtype(DType dtype) {
   params_lowp_ = Buffer<uint16_t>();
   lw_ = LowpModelWeights();
   if (dtype != DType::kF32) {
-    params_lowp_ = Buffer<uint16_t>(static_cast<size_t>(table_.total_numel()), tracker_);
+    params_lowp_ = Buffer<uint16_t>(static_cast<size_t>(table_.total_numel()), tracker_, memory_);
     lw_ = bind_lowp_weights(table_, config_.n_layer, params_lowp_.data());
   }
   lowp_stale_ = masters_ == MasterWeights::kInModel;
 }
 
-void GPT::set_weights_range(KernelContext& ctx, const float* master, int64_t begin, int64_t end) {
+void GPT::set_weights_range(Backend& ops, const float* master, int64_t begin, int64_t end) {
   CHECK(masters_ == MasterWeights::kOutside && dtype_ != DType::kF32,
         "GPT::set_weights_range: only for master weights held outside the model (after "
         "set_dtype to a 16-bit dtype)");
   CHECK(0 <= begin && begin <= end && end <= table_.total_numel(),
         "GPT::set_weights_range: [{}, {}) is not inside the arena of {} elements", begin, end,
         table_.total_numel());
-  Backend(ctx, profile_).convert({params_lowp_.data() + begin, dtype_}, master, end - begin);
+  ProfileScope profiled(ops, profile_);
+  ops.convert({params_lowp_.data() + begin, dtype_}, master, end - begin);
   for (const ParamSpec& s : table_.specs()) {
     if (s.lowp_only) continue;
     const int64_t slot_end = s.offset + (s.numel + 15) / 16 * 16;
@@ -146,11 +157,11 @@ ConstTypedPtr GPT::lowp(const float* w32, const uint16_t* w16) const {
   return {w16, dtype_};
 }
 
-void GPT::refresh_lowp_weights(KernelContext& ctx) {
+void GPT::refresh_lowp_weights(Backend& ops) {
   if (masters_ == MasterWeights::kOutside) return;  // set by set_weights_range
   if (dtype_ != DType::kF32 && lowp_stale_) {
-    Backend(ctx, profile_).convert({params_lowp_.data(), dtype_}, params_.data(),
-                                   table_.total_numel());
+    ProfileScope profiled(ops, profile_);
+    ops.convert({params_lowp_.data(), dtype_}, params_.data(), table_.total_numel());
   }
   lowp_stale_ = false;
 }
@@ -300,7 +311,7 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   }
 }
 
-float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, int B, int T,
+float GPT::forward(Backend& ops, const int* inputs, const int* targets, int B, int T,
                    bool training, uint64_t dropout_seed, float grad_scale) {
   CHECK(B >= 1 && T >= 1 && T <= config_.block_size,
         "GPT::forward: B = {}, T = {}; expected B >= 1 and 1 <= T <= block_size ({})", B, T,
@@ -315,9 +326,10 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   CHECK(!choices_.naive_attention || dtype_ == DType::kF32,
         "attention = 'naive' runs in float32 only (dtype {}): use --attention=flash or "
         "--dtype=float32", dtype_name(dtype_));
+  check_backend(ops, "forward");
   acts_.reserve(config_, N, tracker_, chunk, dtype_, choices_.checkpoint_blocks,
-                choices_.recompute);
-  refresh_lowp_weights(ctx);
+                choices_.recompute, memory_);
+  refresh_lowp_weights(ops);
   inputs_.assign(inputs, inputs + N);
   B_ = B, T_ = T;
   dropout_seed_ = dropout_seed;
@@ -326,11 +338,11 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
   Activations& a = acts_;
-  Backend ops(ctx, profile_);
+  ProfileScope profiled(ops, profile_);
   const int64_t att_all = naive_attention_floats(config_, B, T);
   if (choices_.naive_attention && naive_att_.size() < static_cast<size_t>(att_all)) {
     naive_att_ = Buffer<float>();
-    naive_att_ = Buffer<float>(static_cast<size_t>(att_all), tracker_);
+    naive_att_ = Buffer<float>(static_cast<size_t>(att_all), tracker_, memory_);
   }
 
   ops.encoder_forward(a.encoded, inputs, w_.wte, w_.wpe, B, T, C);  // (N, C)
@@ -351,12 +363,13 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   backward_ready_ = false;
   logits_valid_ = false;
   num_valid_ = 0;
-  Backend head = ops.as(OpClass::kClassifier);
+  const MatmulClassScope head_class(ops, OpClass::kClassifier);  // the head's matmuls
+  Backend& head = ops;
   const float cap = arch_.logit_softcap;
   if (!targets) {
     if (full_logits_.size() < static_cast<size_t>(N * Vp)) {
       full_logits_ = Buffer<float>();
-      full_logits_ = Buffer<float>(static_cast<size_t>(N * Vp), tracker_);
+      full_logits_ = Buffer<float>(static_cast<size_t>(N * Vp), tracker_, memory_);
     }
     // (N, Vp)
     head.matmul_forward(full_logits_.data(), a.lnf, lowp(w_.head, lw_.head), nullptr, N, C, Vp);
@@ -396,7 +409,7 @@ float GPT::forward(KernelContext& ctx, const int* inputs, const int* targets, in
   return num_valid_ > 0 ? static_cast<float>(sum / static_cast<double>(num_valid_)) : 0.0f;
 }
 
-void GPT::backward(KernelContext& ctx) {
+void GPT::backward(Backend& ops) {
   CHECK(backward_ready_,
         "GPT::backward: needs a preceding forward with targets and training=true (and runs at "
         "most once per forward)");
@@ -408,10 +421,11 @@ void GPT::backward(KernelContext& ctx) {
   const NormKind norm = arch_.norm;
   const float p = dropout_p_;
   const bool drop = p > 0.0f;
-  scratch_.reserve(config_, N, tracker_, dtype_);
+  check_backend(ops, "backward");
+  scratch_.reserve(config_, N, tracker_, dtype_, memory_);
   Activations& a = acts_;
   GradScratch& s = scratch_;
-  Backend ops(ctx, profile_);
+  ProfileScope profiled(ops, profile_);
   const int64_t att_size = static_cast<int64_t>(B) * NH * T * T;  // attention=naive, per layer
   const float* x_last = a.layers.back().residual3;
 
@@ -534,7 +548,7 @@ void GPT::backward(KernelContext& ctx) {
   if (grad_ready_) grad_ready_(0, block_begin_[0]);
 }
 
-void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, float* logits_out) {
+void GPT::forward_one(Backend& ops, KvCache& cache, int token, int pos, float* logits_out) {
   CHECK(pos >= 0 && pos < cache.max_T() && pos <= cache.length(),
         "GPT::forward_one: pos {} must be in 0..{} (cache holds {} positions, max {})", pos,
         std::min(cache.length(), cache.max_T() - 1), cache.length(), cache.max_T());
@@ -544,7 +558,7 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
   const MlpActivation gelu = arch_.activation;
   const NormKind norm = arch_.norm;
   KvCache& s = cache;
-  Backend ops(ctx, profile_);
+  ProfileScope profiled(ops, profile_);
 
   ops.encoder_forward(s.x, &token, w_.wte, w_.wpe ? w_.wpe + static_cast<int64_t>(pos) * C : nullptr,
                       1, 1, C);
@@ -578,7 +592,8 @@ void GPT::forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, fl
     }
   }
   ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, w_.lnfw, w_.lnfb, 1, C, norm);
-  Backend head = ops.as(OpClass::kClassifier);
+  const MatmulClassScope head_class(ops, OpClass::kClassifier);  // the head's matmuls
+  Backend& head = ops;
   head.matmul_forward(logits_out, s.ln, w_.head, nullptr, 1, C, Vp);  // (Vp)
   if (arch_.logit_softcap > 0.0f) head.softcap_forward(logits_out, Vp, arch_.logit_softcap);
   cache.set_length(pos + 1);

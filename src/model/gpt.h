@@ -11,7 +11,7 @@
 
 #include "core/buffer.h"
 #include "kernels/dtype.h"
-#include "kernels/context.h"
+#include "kernels/backend.h"
 #include "kernels/op_profile.h"
 #include "model/activations.h"
 #include "model/architecture.h"
@@ -36,8 +36,10 @@ enum class MasterWeights { kInModel, kOutside };
 class GPT {
  public:
   // config is validated. tracker (nullable) is charged for params, grads and activations.
+  // memory: the backend whose memory holds every arena (parameters, gradients, activations; null:
+  // the host's, a CpuBackend's); forward, backward and forward_one then take that backend.
   explicit GPT(const ModelConfig& config, MemoryTracker* tracker = nullptr,
-               MasterWeights masters = MasterWeights::kInModel);
+               MasterWeights masters = MasterWeights::kInModel, Backend* memory = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const Architecture& architecture() const { return arch_; }
@@ -78,7 +80,7 @@ class GPT {
   // copies the float32-read tensors' part of it into their float32 copies. With whole ranges of
   // every rank set (or all-gathered) the model computes exactly what kInModel computes from the
   // same masters.
-  void set_weights_range(KernelContext& ctx, const float* master, int64_t begin, int64_t end);
+  void set_weights_range(Backend& ops, const float* master, int64_t begin, int64_t end);
   MasterWeights master_weights() const { return masters_; }
   // The whole 16-bit copy (arena layout; dtype() bits) and the compact float32-read copies
   // (table().fp32_read_numel() floats), for the caller's all-gather. kOutside only.
@@ -96,12 +98,12 @@ class GPT {
   // training && targets it is fused with its own backward: each chunk's dlogits are multiplied
   // into dwte (ACCUMULATED into grads()) and into the gradient of lnf right away, all scaled by
   // grad_scale (e.g. 1/grad_accum_steps, times a loss scale), which backward() then continues with.
-  float forward(KernelContext& ctx, const int* inputs, const int* targets, int B, int T,
+  float forward(Backend& ops, const int* inputs, const int* targets, int B, int T,
                 bool training, uint64_t dropout_seed = 0, float grad_scale = 1.0f);
   // Backward of the last training forward (at most once per forward). Parameter gradients
   // ACCUMULATE (+=) into grads(), scaled by the forward's grad_scale, so gradient accumulation over
   // micro-batches is free; call zero_grad() once per optimizer step.
-  void backward(KernelContext& ctx);
+  void backward(Backend& ops);
   void zero_grad() { grads_.zero(); }
 
   // Called by backward() each time a contiguous range [begin, end) of grads() has become final for
@@ -138,7 +140,7 @@ class GPT {
   // Generation: runs token `token` at position `pos` (0-based, pos <= cache.length(), earlier
   // positions already in the cache), stores its K, V in the cache (length becomes pos + 1) and
   // writes logits_out (Vp; only the first V meaningful). O(pos) work per token. No dropout.
-  void forward_one(KernelContext& ctx, KvCache& cache, int token, int pos, float* logits_out);
+  void forward_one(Backend& ops, KvCache& cache, int token, int pos, float* logits_out);
 
  private:
   void check_tokens(const int* tokens, int64_t n, bool allow_ignore, const char* what) const;
@@ -146,7 +148,9 @@ class GPT {
   // in the low-precision copy).
   ConstTypedPtr lowp(const float* w32, const uint16_t* w16) const;
   void check_masters_inside(const char* what) const;
-  void refresh_lowp_weights(KernelContext& ctx);
+  // That `ops` computes in the memory the arenas were allocated in.
+  void check_backend(const Backend& ops, const char* what) const;
+  void refresh_lowp_weights(Backend& ops);
   uint64_t site_seed(int layer, int site) const;
   // Whether the MLP runs its fused ops (matmul_gelu_forward, gelu_matmul_backward) on N rows.
   bool fuse_mlp(const Backend& ops, int64_t N) const;
@@ -174,6 +178,7 @@ class GPT {
   Architecture arch_;  // what the blocks and the head are made of (from config_)
   ParamTable table_;
   MemoryTracker* tracker_ = nullptr;
+  MemorySpace* memory_ = nullptr;  // where the arenas live (null: the host)
   MasterWeights masters_ = MasterWeights::kInModel;
   Buffer<float> params_;  // (total_numel); empty with kOutside masters
   Buffer<float> grads_;   // (total_numel) same layout

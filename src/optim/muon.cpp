@@ -123,9 +123,9 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
           "Muon: a ZeRO-1 shard needs an all-gather and {} shard sizes, got {}", sharing_.world,
           shard_.counts.size());
   }
-  KernelContext* ctx = runtime.kernels;
+  CpuBackend* ctx = runtime.kernels;
   if (!ctx) {
-    owned_ctx_ = std::make_unique<KernelContext>();
+    owned_ctx_ = std::make_unique<CpuBackend>();
     ctx = owned_ctx_.get();
   }
   const int threads = resolve_threads(runtime.threads);
@@ -144,7 +144,7 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
   for (size_t i : large_) {
     if (owner(i) == sharing_.rank) large_owned_.push_back(i);
   }
-  auto make_worker = [&](Worker& w, KernelContext& c, int64_t numel, int64_t small,
+  auto make_worker = [&](Worker& w, CpuBackend& c, int64_t numel, int64_t small,
                          int64_t direction) {
     w.newton_schulz =
         std::make_unique<NewtonSchulz>(c, runtime.matmul_dtype, numel, small, tracker);
@@ -158,7 +158,7 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
     const auto [numel1, small1] = largest_matrix(table_, /*small_only=*/true);
     threads_.resize(static_cast<size_t>(threads));
     for (Worker& w : threads_) {
-      w.own_ctx = std::make_unique<KernelContext>();
+      w.own_ctx = std::make_unique<CpuBackend>();
       make_worker(w, *w.own_ctx, numel1, small1, numel1);
     }
   }

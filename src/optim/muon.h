@@ -30,7 +30,7 @@
 #include <memory>
 
 #include "core/buffer.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "optim/adamw.h"
 #include "optim/newton_schulz.h"
 #include "optim/optimizer.h"
@@ -77,7 +77,7 @@ class Muon : public Optimizer {
   RankSharing sharing_;
   ArenaShard shard_;
   AdamW adamw_;                               // the other tensors; owns the state arenas
-  std::unique_ptr<KernelContext> owned_ctx_;  // when the runtime gave none
+  std::unique_ptr<CpuBackend> owned_ctx_;  // when the runtime gave none
   std::vector<const ParamSpec*> matrices_;    // the hidden matrices, table order
   // Indices into matrices_: those one thread takes whole (largest first: the threads take them
   // in turn) and the others; *_owned_: of those, the ones this rank orthogonalizes.
@@ -86,7 +86,7 @@ class Muon : public Optimizer {
   // context of its own (the matmul ops' scratch lives in the context) or the shared one, and
   // buffers for D and O.
   struct Worker {
-    std::unique_ptr<KernelContext> own_ctx;
+    std::unique_ptr<CpuBackend> own_ctx;
     std::unique_ptr<NewtonSchulz> newton_schulz;
     Buffer<float> direction;  // (its largest matrix) D; the whole-table worker's with a shard:
                               // (total_numel) D, then O, of every matrix at its arena offset

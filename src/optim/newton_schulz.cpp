@@ -67,7 +67,7 @@ double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps) {
   return static_cast<double>(steps) * (4 * r * r * c + 2 * r * r * r);
 }
 
-NewtonSchulz::NewtonSchulz(KernelContext& ctx, DType dtype, int64_t max_numel, int64_t max_small,
+NewtonSchulz::NewtonSchulz(CpuBackend& ctx, DType dtype, int64_t max_numel, int64_t max_small,
                            MemoryTracker* tracker)
     : ctx_(ctx),
       dtype_(dtype == DType::kBF16 ? DType::kBF16 : DType::kF32),

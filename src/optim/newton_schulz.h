@@ -8,7 +8,7 @@
 
 #include "core/buffer.h"
 #include "core/memory.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/dtype.h"
 
 namespace nanogpt {
@@ -35,7 +35,7 @@ class NewtonSchulz {
  public:
   // dtype kBF16: the matmul inputs are rounded to bfloat16 (results, and everything between the
   // matmuls, stay float32); any other dtype: float32 throughout. ctx must outlive this object.
-  NewtonSchulz(KernelContext& ctx, DType dtype, int64_t max_numel, int64_t max_small,
+  NewtonSchulz(CpuBackend& ctx, DType dtype, int64_t max_numel, int64_t max_small,
                MemoryTracker* tracker = nullptr);
 
   // out (rows, cols) = newton_schulz_reference's result for m (rows, cols), in float32 (out and m
@@ -48,7 +48,7 @@ class NewtonSchulz {
   // The bfloat16 copy of src (n floats) in dst, or src itself in float32.
   ConstTypedPtr matmul_input(Buffer<uint16_t>& dst, const float* src, int64_t n);
 
-  KernelContext& ctx_;
+  CpuBackend& ctx_;
   DType dtype_;
   int64_t max_numel_, max_small_;
   Buffer<float> x_;           // (r, c) the iterate, r = min(rows, cols), c = max(rows, cols)

@@ -15,7 +15,7 @@
 
 namespace nanogpt {
 
-class KernelContext;
+class CpuBackend;
 
 // A view of one state arena: table.total_numel() floats, tensor k at specs()[k].offset.
 struct OptimizerStateTensor {
@@ -80,12 +80,12 @@ struct ArenaShard {
 };
 
 // What an optimizer may take from the run besides its config and table. Muon's Newton-Schulz
-// matmuls go through the kernel ops, which need the run's KernelContext (its oneDNN engine and
+// matmuls go through the kernel ops, which need the run's CpuBackend (its oneDNN engine and
 // primitive cache), in the run's 16-bit matmul dtype; passing them at construction keeps
 // Optimizer::step's signature (and AdamW's, SGD's, Zero1's calls) as it is. All optional: without
 // a context Muon makes its own, float32, one rank.
 struct OptimizerRuntime {
-  KernelContext* kernels = nullptr;  // outlives the optimizer; null: Muon owns one
+  CpuBackend* kernels = nullptr;  // outlives the optimizer; null: Muon owns one
   DType matmul_dtype = DType::kF32;  // kBF16: Newton-Schulz in bfloat16 (bfloat16 runs)
   RankSharing sharing;               // data parallelism: ranks split the matrices
   ArenaShard shard;                  // ZeRO-1: this rank's shard of the arena

@@ -13,7 +13,7 @@ namespace {
 // The CPU model as a stepper: GPT::forward_one into a KvCache.
 class CpuStepper : public TokenStepper {
  public:
-  CpuStepper(GPT& model, KernelContext& ctx)
+  CpuStepper(GPT& model, CpuBackend& ctx)
       : model_(model), ctx_(ctx), cache_(model.config(), model.config().block_size) {}
   const ModelConfig& config() const override { return model_.config(); }
   void clear() override { cache_.clear(); }
@@ -24,11 +24,11 @@ class CpuStepper : public TokenStepper {
 
  private:
   GPT& model_;
-  KernelContext& ctx_;
+  CpuBackend& ctx_;
   KvCache cache_;
 };
 
-std::vector<int> generate_full(GPT& model, KernelContext& ctx, std::vector<int> ids,
+std::vector<int> generate_full(GPT& model, CpuBackend& ctx, std::vector<int> ids,
                                TokenSampler& sampler, Rng& rng, const GenerateOptions& opt,
                                const std::function<void(int)>& on_token) {
   const ModelConfig& cfg = model.config();
@@ -83,7 +83,7 @@ std::vector<int> generate_cached(TokenStepper& model, const std::vector<int>& pr
   return ids;
 }
 
-std::vector<int> generate(GPT& model, KernelContext& ctx, const std::vector<int>& prompt,
+std::vector<int> generate(GPT& model, CpuBackend& ctx, const std::vector<int>& prompt,
                           TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
                           const std::function<void(int)>& on_token) {
   CHECK(!prompt.empty(), "the prompt is empty: give at least one token (e.g. --start='\\n')");

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "sample/token_sampler.h"
 
@@ -40,7 +40,7 @@ std::vector<int> generate_cached(TokenStepper& model, const std::vector<int>& pr
                                  const std::function<void(int)>& on_token = {});
 
 // Returns prompt + generated ids. on_token (may be empty) is called with each new id as it comes.
-std::vector<int> generate(GPT& model, KernelContext& ctx, const std::vector<int>& prompt,
+std::vector<int> generate(GPT& model, CpuBackend& ctx, const std::vector<int>& prompt,
                           TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
                           const std::function<void(int)>& on_token = {});
 

@@ -32,7 +32,7 @@
 #include "distributed/zero1.h"
 #include "io/checkpoint.h"
 #include "io/nanogpt_checkpoint.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/dtype.h"
 #include "kernels/kernel_planner.h"
 #include "model/gpt.h"
@@ -852,7 +852,7 @@ class TrainingRun {
   std::unique_ptr<DataParallel> dp_;
   TrainResult result_;
   MemoryTracker tracker_;
-  KernelContext ctx_;
+  CpuBackend ctx_;
   int threads_ = 1;
   // The resumed checkpoint's kernel_ways: attention_bf16, small_products_f32.
   std::optional<std::string> saved_attention_way_, saved_products_way_;

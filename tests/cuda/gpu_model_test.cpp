@@ -15,7 +15,7 @@
 #include "cuda_test_util.h"
 #include "gpu/gpu_peak.h"
 #include "gpu/gpu_trainer.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "model/init.h"
 #include "model/kv_cache.h"
@@ -87,7 +87,7 @@ TEST_P(GpuModelTest, LossGradientsAndAdamWMatchTheCpuModel) {
   const uint64_t seed = 1234;
   const float grad_scale = 0.5f;
 
-  KernelContext kctx;
+  CpuBackend kctx;
   GPT cpu(config);
   cpu.set_dtype(k.dtype);
   cpu.init_weights(11);
@@ -175,7 +175,7 @@ class GpuDecodeTest : public cuda::testing_cuda::CudaTestWithParam<Case> {};
 TEST_P(GpuDecodeTest, ForwardOneMatchesTheCpuModel) {
   const Case& k = GetParam();
   const ModelConfig config = small_config(0.0, k.norm, k.activation, k.tied, k.C, k.modern);
-  KernelContext kctx;
+  CpuBackend kctx;
   GPT cpu(config);
   cpu.init_weights(5);
   std::vector<float> params(cpu.params().begin(), cpu.params().end());

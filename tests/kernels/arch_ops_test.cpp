@@ -18,8 +18,8 @@
 #include "emulation.h"
 #include "finite_differences.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops.h"
 #include "kernels/ops_arch.h"
 #include "kernels/ops_lowp.h"
@@ -270,7 +270,7 @@ TEST(ArchOpsCpu, Relu2MatchesTheReferenceOnEveryTarget) {
     expect_within(out, want, 1e-6 * 16, target + " relu2");
     expect_within(dx, want_dx, 1e-5, target + " relu2 dinp");
     // bf16 (the lookup tables) against the ref's widen-compute-round definition.
-    KernelContext ctx;
+    CpuBackend ctx;
     Lowp xb(x, DType::kBF16), ob(N, DType::kBF16), want_b(N, DType::kBF16);
     cpu::gelu_forward(ctx, ob.ptr(), xb.ptr(), N, MlpActivation::kRelu2);
     ref::gelu_forward(want_b.ptr(), xb.ptr(), N, MlpActivation::kRelu2);

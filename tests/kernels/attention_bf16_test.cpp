@@ -21,7 +21,7 @@
 #include "core/rng.h"
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops.h"
 #include "kernels/ops_lowp.h"
 
@@ -92,7 +92,7 @@ TEST(AttentionBf16, SameBitsAtEveryThreadCount) {
 // Scratch kept between calls (AttentionWorkspace, never zeroed again) gives the same bits as the
 // context-free calls' fresh, zero-filled scratch: calls of different shapes in turn (the largest
 // first, so the smaller ones find its leftovers; then with more threads), each repeated with the
-// workspace NaN-poisoned; and through the 16-bit op, a long-lived KernelContext (whose workspace
+// workspace NaN-poisoned; and through the 16-bit op, a long-lived CpuBackend (whose workspace
 // the native kernel uses) gives the bits of a fresh context per call.
 TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
   if (!cpu::attention_bf16_native(8, 64, 512, 8)) GTEST_SKIP() << "this CPU has no AVX512_BF16 (or NANOGPT_CPU_TARGET caps it)";
@@ -107,7 +107,7 @@ TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
                           {12, 130, 32, 1, 0.1f},   // HS 32, odd tail block
                           {6, 21, 64, 2, 0.0f}};    // one odd block: reads past nq at once
   cpu::AttentionWorkspace ws;
-  KernelContext ctx;
+  CpuBackend ctx;
   const ScopedOmpThreads omp_threads;
   for (int threads : {1, 3}) {
     omp_threads.set(threads);
@@ -139,7 +139,7 @@ TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
         EXPECT_EQ(dqkv_w, dqkv);
       }
       // The op (batch groups with seeds of their own): long-lived context vs a fresh one.
-      auto op = [&](KernelContext& c, std::vector<uint16_t>& o, std::vector<float>& l,
+      auto op = [&](CpuBackend& c, std::vector<uint16_t>& o, std::vector<float>& l,
                     std::vector<uint16_t>& dq) {
         cpu::attention_forward(c, TypedPtr(o.data(), DType::kBF16), l.data(),
                                ConstTypedPtr(qkv.data(), DType::kBF16), s.B, s.T, s.C, s.NH, s.p,
@@ -152,7 +152,7 @@ TEST(AttentionBf16WorkspaceTest, ReusedScratchGivesTheSameBits) {
       };
       std::vector<uint16_t> out_f(out.size()), dqkv_f = dqkv0, out_c(out.size()), dqkv_c = dqkv0;
       std::vector<float> lse_f(nlse), lse_c(nlse);
-      KernelContext fresh;
+      CpuBackend fresh;
       op(fresh, out_f, lse_f, dqkv_f);
       op(ctx, out_c, lse_c, dqkv_c);
       EXPECT_EQ(out_c, out_f);
@@ -169,7 +169,7 @@ TEST(AttentionBf16, LowpOpDispatchesToTheNativeKernel) {
   const int B = 2, T = 50, C = 256, NH = 4;  // 8 heads: one backward task per head at 2 threads
   const ScopedOmpThreads two_threads(2);
   ASSERT_TRUE(cpu::attention_bf16_native(B, T, C, NH));
-  KernelContext ctx;
+  CpuBackend ctx;
   auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 6));
   std::vector<uint16_t> out_op(size_t(B) * T * C), out_direct(out_op.size());
   std::vector<float> lse_op(size_t(B) * NH * T), lse_direct(lse_op.size());
@@ -196,7 +196,7 @@ TEST(AttentionBf16, NativeOnlyOnTheTargetWithBf16DotProducts) {
   testing::for_each_target([&](const std::string& target) {
     EXPECT_EQ(cpu::attention_bf16_native(B, T, C, NH),
               target == "AVX3_DL" && cpu_has_avx512_bf16() && CpuTarget::cap_allows_bf16_dot());
-    KernelContext ctx;
+    CpuBackend ctx;
     std::vector<uint16_t> out16(out_r.size());
     std::vector<float> lse(lse_r.size());
     cpu::attention_forward(ctx, TypedPtr(out16.data(), DType::kBF16), lse.data(),

@@ -19,7 +19,7 @@
 #include "core/cpu_info.h"
 #include "core/rng.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/kernel_ways.h"
 #include "kernels/ops.h"
@@ -46,7 +46,7 @@ class AttentionOnednnTest : public ::testing::TestWithParam<std::tuple<int, int,
 TEST_P(AttentionOnednnTest, MatchesFloat32ReferenceWithinBf16Rounding) {
   SKIP_WITHOUT_BF16_DOT_PRODUCTS();
   const auto [B, T, C, NH, p] = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   testing::expect_bf16_attention_within_error_model(
       [&](uint16_t* out, float* lse, const uint16_t* qkv, uint64_t seed) {
         cpu::attention_forward_onednn(ctx, out, lse, qkv, B, T, C, NH, p, seed);
@@ -77,12 +77,12 @@ TEST(AttentionOnednn, SameBitsAtEveryThreadCountAndWithReusedScratch) {
   const auto dout16 = to_bf16(random_normal(size_t(B) * T * C, 5));
   std::vector<uint16_t> out1, dqkv1;
   const ScopedOmpThreads omp_threads;
-  KernelContext shared;
+  CpuBackend shared;
   for (int threads : {1, 2, 3, 4}) {
     omp_threads.set(threads);
     for (int pass = 0; pass < 2; ++pass) {  // fresh context, then the shared one poisoned
-      KernelContext fresh;
-      KernelContext& ctx = pass == 0 ? fresh : shared;
+      CpuBackend fresh;
+      CpuBackend& ctx = pass == 0 ? fresh : shared;
       if (pass == 1) {
         // Leftovers of another shape first, then NaN everywhere.
         std::vector<uint16_t> o(size_t(2) * 200 * 256), q = to_bf16(random_normal(o.size() * 3, 6));
@@ -112,7 +112,7 @@ TEST(AttentionOnednn, LowpOpTakesItWhereTheWayIsOnednn) {
   SKIP_WITHOUT_BF16_DOT_PRODUCTS();
   const int B = 2, T = 50, C = 256, NH = 4;  // one batch group (attention_batch_group)
   ASSERT_EQ(attention_batch_group(B, NH), B);
-  KernelContext ctx;
+  CpuBackend ctx;
   ctx.set_ways({.attention_bf16 = AttentionBf16Way::kOnednn});
   const auto qkv16 = to_bf16(random_normal(size_t(B) * T * 3 * C, 6));
   const auto dout16 = to_bf16(random_normal(size_t(B) * T * C, 7));
@@ -125,7 +125,7 @@ TEST(AttentionOnednn, LowpOpTakesItWhereTheWayIsOnednn) {
                           ConstTypedPtr(dout16.data(), DType::kBF16),
                           ConstTypedPtr(out_op.data(), DType::kBF16), lse_op.data(),
                           ConstTypedPtr(qkv16.data(), DType::kBF16), B, T, C, NH, 0.1f, 3);
-  KernelContext direct;
+  CpuBackend direct;
   cpu::attention_forward_onednn(direct, out_direct.data(), lse_direct.data(), qkv16.data(), B, T, C,
                                 NH, 0.1f, splitmix64(3));
   cpu::attention_backward_onednn(direct, dq_direct.data(), dout16.data(), out_direct.data(),

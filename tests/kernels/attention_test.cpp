@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops.h"
 #include "kernels/ops_lowp.h"
 
@@ -279,7 +279,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // W1's shape: 48 whole heads dealt statically (attention_dims.h)
                       std::make_tuple(12, 64, 128, 4, 0.1f)));
 
-// Through a KernelContext the float32 kernel reuses its per-thread scratch between calls (the
+// Through a CpuBackend the float32 kernel reuses its per-thread scratch between calls (the
 // context's AttentionWorkspace, never zeroed again): calls of different shapes in turn (the larger
 // first, so the smaller ones find the larger one's leftovers, then with more threads) give the
 // same bits as the context-free calls, whose scratch is fresh and zeroed.
@@ -292,7 +292,7 @@ TEST(AttentionWorkspaceTest, ReusedScratchGivesTheSameBits) {
                           {2, 37, 48, 3, 0.2f},   // HS 16, odd T, dropout
                           {1, 71, 72, 3, 0.0f},   // HS 24 (padded to 32)
                           {2, 130, 128, 2, 0.1f}};
-  KernelContext ctx;
+  CpuBackend ctx;
   const ScopedOmpThreads omp_threads;
   for (int threads : {1, 3}) {
     omp_threads.set(threads);

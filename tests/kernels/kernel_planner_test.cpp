@@ -36,7 +36,7 @@ TEST(KernelWays, TheContextsWaySelectsTheAttentionKernel) {
   const auto qkv = bf16_of(testing::random_normal(size_t(B) * T * 3 * C, 4));
   const int64_t n = int64_t{B} * T * C;
   auto run = [&](AttentionBf16Way way) {
-    KernelContext ctx;
+    CpuBackend ctx;
     ctx.set_ways({.attention_bf16 = way});
     std::vector<uint16_t> out(static_cast<size_t>(n));
     std::vector<float> lse(size_t(B) * NH * T);
@@ -62,7 +62,7 @@ TEST(KernelWays, TheContextsWaySelectsTheAttentionKernel) {
 }
 
 TEST(KernelPlanner, AutoTimesEveryWayHereAndTakesTheFaster) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const AttentionShape shape{4, 64, 128, 2, 0.0f};
   // The unit rates of a CPU whose bf16 dot products run at twice the FMA rate (Zen 5); timed
   // whatever the size.
@@ -98,7 +98,7 @@ TEST(KernelPlanner, AutoTimesEveryWayHereAndTakesTheFaster) {
 }
 
 TEST(KernelPlanner, TooSmallToTimeTakesTheFasterUnitsWay) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const AttentionShape shape{4, 64, 128, 2, 0.0f};  // 12.6 MFLOP per group
   const bool native_here = cpu::attention_bf16_native(4, 64, 128, 2);
   // bf16 dot products at twice the FMA rate (Zen 5): native; at half (Intel's Xeons): widened.
@@ -123,7 +123,7 @@ TEST(KernelPlanner, TooSmallToTimeTakesTheFasterUnitsWay) {
 }
 
 TEST(KernelPlanner, ForcedWaysAreTakenWithoutTiming) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const AttentionShape shape{4, 64, 128, 2, 0.1f};
   const UnitRates units{800e9, 400e9};
   KernelPlan plan = plan_kernel_ways(ctx, DType::kBF16, shape, "widened", 2, units, false);
@@ -175,7 +175,7 @@ std::vector<ProductShape> w1_products() {
 }
 
 TEST(SmallProductsPlanner, AutoTimesBothWaysAtTheRunsShapesAndTakesTheFaster) {
-  KernelContext ctx;
+  CpuBackend ctx;
   KernelPlan plan;
   plan_small_products(plan, ctx, DType::kF32, w1_products(), "auto", 2, false, 0);
   ASSERT_EQ(plan.small_products.size(), 2u);
@@ -197,7 +197,7 @@ TEST(SmallProductsPlanner, AutoTimesBothWaysAtTheRunsShapesAndTakesTheFaster) {
 }
 
 TEST(SmallProductsPlanner, ForcedTooSmallAndOtherDtypes) {
-  KernelContext ctx;
+  CpuBackend ctx;
   KernelPlan plan;
   plan_small_products(plan, ctx, DType::kF32, w1_products(), "onednn", 2, false);
   EXPECT_EQ(plan.ways.small_products_f32, SmallProductsWay::kOnednn);

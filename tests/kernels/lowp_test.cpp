@@ -15,7 +15,7 @@
 #include "core/float16.h"
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/cpu/attention_bf16.h"
 #include "kernels/cpu/context_impl.h"
 #include "kernels/ops_lowp.h"
@@ -164,7 +164,7 @@ class LowpMatmulTest : public ::testing::TestWithParam<std::tuple<DType, int, in
 
 TEST_P(LowpMatmulTest, ForwardAndBackwardMatchReference) {
   const auto [t, N, C, OC, round_out] = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   Lowp inp(random_normal(size_t(N) * C, 1), t), w(random_normal(size_t(OC) * C, 2, 0.2f), t);
   const auto b = random_normal(OC, 3);
   const DType ot = round_out ? t : DType::kF32;
@@ -258,7 +258,7 @@ class LowpOpsTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(LowpOpsTest, LayerNormForwardAndBackward) {
   const DType t = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   const int N = 37, C = 96;
   const auto x = random_normal(size_t(N) * C, 1, 2.0f), w = random_normal(C, 2), b = random_normal(C, 3);
   // Float32 forms (output float32, same inputs) and the rounded outputs.
@@ -291,7 +291,7 @@ TEST_P(LowpOpsTest, LayerNormForwardAndBackward) {
 // skip_forward then layernorm_forward.
 TEST_P(LowpOpsTest, ResidualLayerNormFusedEqualsUnfused) {
   const DType t = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   const int N = 37, C = 96;
   const auto a = random_normal(size_t(N) * C, 8, 2.0f), b = random_normal(size_t(N) * C, 9);
   const auto w = random_normal(C, 2), bi = random_normal(C, 3);
@@ -354,7 +354,7 @@ TEST_P(LowpOpsTest, ResidualLayerNormFusedEqualsUnfused) {
 TEST_P(LowpOpsTest, GeluForwardAndBackward) {
   testing::for_each_target([&](const std::string&) {  // a context (and tables) per target
     const DType t = GetParam();
-    KernelContext ctx;
+    CpuBackend ctx;
     const int64_t N = 5000;  // several conversion blocks and a tail
     for (MlpActivation kind :
          {MlpActivation::kTanh, MlpActivation::kExact, MlpActivation::kRelu2}) {
@@ -396,7 +396,7 @@ TEST_P(LowpOpsTest, GeluForwardAndBackward) {
 // rounded once, on every CPU target.
 TEST(LowpGeluTest, Bf16TablesGiveTheFloat32KernelsBitsForEveryInput) {
   testing::for_each_target([&](const std::string&) {  // a context (and tables) per target
-    KernelContext ctx;
+    CpuBackend ctx;
     const int64_t N = 65536;
     Lowp x(std::vector<float>(N), DType::kBF16);
     for (int64_t i = 0; i < N; ++i) {
@@ -426,7 +426,7 @@ TEST(LowpGeluTest, Bf16TablesGiveTheFloat32KernelsBitsForEveryInput) {
 
 TEST_P(LowpOpsTest, AttentionForwardAndBackwardWithDropout) {
   const DType t = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   const int B = 5, T = 19, C = 32, NH = 2;  // attention_batch_group(5, 2) = 5; and NH 16 below
   for (int nh : {NH, 16}) {
     const float p = 0.1f;
@@ -466,7 +466,7 @@ INSTANTIATE_TEST_SUITE_P(Types, LowpOpsTest, ::testing::Values(DType::kBF16, DTy
                          [](const auto& i) { return std::string(dtype_name(i.param)); });
 
 TEST(LowpMatmulTest, NativeBf16ReportsItsKernel) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const char* name = nullptr;
   const bool native = cpu::native_matmul(ctx, DType::kBF16, &name);
   ASSERT_NE(name, nullptr);

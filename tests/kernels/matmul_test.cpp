@@ -8,7 +8,7 @@
 
 #include "dispatch_test_util.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops.h"
 
 namespace nanogpt {
@@ -24,7 +24,7 @@ class MatmulTest : public ::testing::TestWithParam<std::tuple<int, int, int, boo
 TEST_P(MatmulTest, ForwardAndBackwardMatchReference) {
   testing::for_each_target([&](const std::string&) {  // the GEMV and column sums per target
     const auto [N, C, OC, with_bias] = GetParam();
-    KernelContext ctx;
+    CpuBackend ctx;
     const auto inp = random_normal(size_t(N) * C, 1);       // (N,C)
     const auto w = random_normal(size_t(OC) * C, 2, 0.2f);  // (OC,C)
     const auto b = random_normal(OC, 3);                    // (OC)

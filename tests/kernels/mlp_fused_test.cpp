@@ -12,7 +12,7 @@
 
 #include "core/float16.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops_lowp.h"
 #include "lowp_tensor.h"
 
@@ -49,7 +49,7 @@ class MlpFusedTest
 
 TEST_P(MlpFusedTest, ForwardMatchesMatmulThenGelu) {
   const auto [t, N, C, OC, kind] = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   Lowp inp(random_normal(size_t(N) * C, 1), t), w(random_normal(size_t(OC) * C, 2, 0.3f), t);
   const auto b = random_normal(OC, 3, 0.5f);
   Lowp fch(size_t(N) * OC, t), act(size_t(N) * OC, t);
@@ -72,7 +72,7 @@ TEST_P(MlpFusedTest, ForwardMatchesMatmulThenGelu) {
 
 TEST_P(MlpFusedTest, BackwardMatchesGeluMatmulAndGeluBackward) {
   const auto [t, N, C, OC, kind] = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   Lowp pre(random_normal(size_t(N) * C, 4, 1.5f), t), w(random_normal(size_t(OC) * C, 5, 0.3f), t);
   Lowp dout(random_normal(size_t(N) * OC, 6), t);
   const auto dw0 = random_normal(size_t(OC) * C, 7), db0 = random_normal(OC, 8);
@@ -132,7 +132,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Which fused MLP ops run as one small_gemm region (and so are taken by fused=True even with
 // fused_mlp off): float32 at small_gemm's shapes only.
 TEST(MlpFusedTest, OneRegionForSmallFloat32Shapes) {
-  KernelContext ctx;
+  CpuBackend ctx;
   EXPECT_TRUE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 768, 128, 512));  // nanoGPT's CPU recipe
   EXPECT_FALSE(cpu::mlp_fusion_one_region(ctx, DType::kBF16, 768, 128, 512));
   EXPECT_FALSE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 16384, 384, 1536));  // W2: row blocks
@@ -147,7 +147,7 @@ TEST(MlpFusedTest, OneRegionForSmallFloat32Shapes) {
 // and our GELU: the same function (the values of the unfused ops on that way, bit for bit).
 TEST(MlpFusedTest, SmallProductsOnOnednnRunTheRowBlocks) {
   const int N = 768, C = 128, OC = 512;
-  KernelContext ctx;
+  CpuBackend ctx;
   ctx.set_ways({.small_products_f32 = SmallProductsWay::kOnednn});
   const auto x = random_normal(size_t(N) * C, 1), w = random_normal(size_t(OC) * C, 2, 0.1f);
   const auto b = random_normal(OC, 3, 0.5f);
@@ -166,7 +166,7 @@ TEST(MlpFusedTest, SmallProductsOnOnednnRunTheRowBlocks) {
 TEST(MlpFusedTest, Float32MatchesScalarReference) {
   const int N = 300, C = 16, OC = 2048;  // forward: two blocks and a tail
   for (MlpActivation kind : {MlpActivation::kTanh, MlpActivation::kExact}) {
-    KernelContext ctx;
+    CpuBackend ctx;
     const double e_f = kind == MlpActivation::kTanh ? 4 * kEps : 1.5e-7 + 4 * kEps;
     const auto x = random_normal(size_t(N) * C, 1), w = random_normal(size_t(OC) * C, 2, 0.3f);
     const auto b = random_normal(OC, 3, 0.5f);

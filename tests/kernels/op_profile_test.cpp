@@ -8,7 +8,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/compute_peaks.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 
 namespace nanogpt {
 namespace {
@@ -107,20 +107,27 @@ TEST(OpProfile, OptimizerFlopsAreMeasuredAgainstTheUnitNewtonSchulzRunsOn) {
 }
 
 TEST(OpProfile, BackendChargesOpsToTheirClassOnlyWhenAttached) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const int64_t N = 8;
   const int C = 16, OC = 32;
   std::vector<float> x(N * C, 0.5f), w(OC * C, 0.25f), y(N * OC), dy(N * OC, 1.0f);
   std::vector<float> dx(N * C), dw(OC * C);
-  Backend plain(ctx, nullptr);
-  plain.matmul_forward(y.data(), x.data(), w.data(), nullptr, N, C, OC);  // no profile: no-op
+  Backend& ops = ctx;
+  ops.matmul_forward(y.data(), x.data(), w.data(), nullptr, N, C, OC);  // no profile: no-op
   OpProfile p;
-  Backend ops(ctx, &p);
-  ops.matmul_forward(y.data(), x.data(), w.data(), nullptr, N, C, OC);
-  EXPECT_FLOAT_EQ(y[0], 0.5f * 0.25f * C);
-  ops.as(OpClass::kClassifier)
-      .matmul_backward(dx.data(), dw.data(), nullptr, dy.data(), x.data(), w.data(), N, C, OC);
-  ops.gelu_forward(y.data(), y.data(), N * OC, MlpActivation::kTanh);
+  {
+    const ProfileScope profiled(ops, &p);
+    ops.matmul_forward(y.data(), x.data(), w.data(), nullptr, N, C, OC);
+    EXPECT_FLOAT_EQ(y[0], 0.5f * 0.25f * C);
+    {
+      const MatmulClassScope head(ops, OpClass::kClassifier);
+      ops.matmul_backward(dx.data(), dw.data(), nullptr, dy.data(), x.data(), w.data(), N, C, OC);
+    }
+    ops.gelu_forward(y.data(), y.data(), N * OC, MlpActivation::kTanh);
+  }
+  EXPECT_EQ(ops.profile(), nullptr);  // the scope put back what was there
+  EXPECT_EQ(ops.matmul_class(), OpClass::kMatmul);
+  ops.gelu_forward(y.data(), y.data(), N * OC, MlpActivation::kTanh);  // not profiled
   EXPECT_EQ(p.stats(OpClass::kMatmul).calls, 1);
   EXPECT_DOUBLE_EQ(p.stats(OpClass::kMatmul).flops, 2.0 * N * C * OC);
   EXPECT_EQ(p.stats(OpClass::kClassifier).calls, 1);

@@ -19,7 +19,7 @@
 #include "core/rng.h"
 #include "finite_differences.h"
 #include "kernel_test_util.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops.h"
 #include "kernels/ops_lowp.h"
 
@@ -246,7 +246,7 @@ TEST_P(GeluMatmulGrad, MatchesFiniteDifferences) {
     }
     return s;
   };
-  KernelContext ctx;
+  CpuBackend ctx;
   for (const bool cpu_op : {false, true}) {
     const std::string who = cpu_op ? "cpu " : "ref ";
     std::vector<float> dpre(N * C, 123.0f);

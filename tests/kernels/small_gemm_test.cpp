@@ -210,7 +210,7 @@ TEST(SmallGemmFits, SmallShapesWithWholeVectorsOnly) {
 TEST(SmallGemmRuns, TheSmallProductsWayPicksTilesOrOnednn) {
   const int64_t N = 96;
   const int C = 64, OC = 48;
-  KernelContext tiles, onednn;
+  CpuBackend tiles, onednn;
   onednn.set_ways({.small_products_f32 = SmallProductsWay::kOnednn});
   EXPECT_TRUE(cpu::small_gemm_runs(tiles, N, C, OC));
   EXPECT_FALSE(cpu::small_gemm_runs(onednn, N, C, OC));
@@ -221,7 +221,7 @@ TEST(SmallGemmRuns, TheSmallProductsWayPicksTilesOrOnednn) {
   cpu::matmul_forward(tiles, y_tiles.data(), x.data(), w.data(), b.data(), N, C, OC);
   cpu::matmul_forward(onednn, y_onednn.data(), x.data(), w.data(), b.data(), N, C, OC);
   cpu::small_gemm_forward(y_gemm.data(), x.data(), w.data(), b.data(), N, C, OC);
-  KernelContext direct;
+  CpuBackend direct;
   cpu::run_matmul(direct.impl(), {N, C, OC, true, MatmulKind::kForward}, x.data(), w.data(),
                   b.data(), y_dnnl.data());
   EXPECT_EQ(y_tiles, y_gemm);

@@ -11,7 +11,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "fixture.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/architecture.h"
 #include "model/gpt.h"
 #include "model/kv_cache.h"
@@ -52,7 +52,7 @@ struct Result {
 
 Result run(const KernelChoices& choices, DType dtype = DType::kF32, double dropout = 0.1) {
   const ModelConfig c = modern(dropout);
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(c);
   randomize(model, 5);
   model.set_kernel_choices(choices);
@@ -189,7 +189,7 @@ TEST(Architecture, EachOptionChangesTheModel) {
   base.activation = "gelu", base.tie_embeddings = true, base.logit_softcap = 0;
   base.unet_skips = false, base.qk_norm_gain = 1.0, base.attn_gain = 0;
   auto loss_of = [](const ModelConfig& c) {
-    KernelContext ctx;
+    CpuBackend ctx;
     GPT model(c);
     randomize(model, 11);
     const auto x = random_tokens(2 * 20, c.vocab_size, 3), y = random_tokens(2 * 20, c.vocab_size, 4);
@@ -252,7 +252,7 @@ TEST(Architecture, EveryKernelPathComputesTheSameModel) {
 
 TEST(Architecture, KvCacheDecodingMatchesTheFullForward) {
   const ModelConfig c = modern(0.0);
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(c);
   randomize(model, 21);
   const int T = c.block_size, V = c.vocab_size, Vp = c.padded_vocab_size();

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fixture.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
@@ -41,7 +41,7 @@ class GptFixtureTest : public ::testing::TestWithParam<const char*> {
  protected:
   GptFixtureTest() : fx_(testing::fixture_path(GetParam())) {}
   TorchFixture fx_;
-  KernelContext ctx_;
+  CpuBackend ctx_;
 };
 
 TEST_P(GptFixtureTest, LogitsAndLossMatchTorch) {

@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "fixture.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops.h"
 #include "model/init.h"
 #include "random_tokens.h"
@@ -81,7 +81,7 @@ TEST(GptInit, FollowsNanoGptStatistics) {
 
 TEST(GptGradAccum, KMicroBatchesEqualOneBatch) {
   const ModelConfig c = tiny_config();
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(c);
   randomize(model, 7);
   const int B = 4, T = 16, k = 2;
@@ -121,7 +121,7 @@ TEST(GptClassifier, ChunkedHeadEqualsOneChunkAndTheLogits) {
   // The classifier runs over chunks of rows (never holding all logits); chunks of 48 rows (a ragged
   // last chunk) give the loss and gradients of one chunk, and the loss of the full logits.
   const ModelConfig c = tiny_config();
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(c);
   randomize(model, 11);
   const int B = 8, T = 16, V = c.vocab_size, Vp = c.padded_vocab_size();
@@ -177,7 +177,7 @@ TEST(GptClassifier, ChunkRowsDependOnTheDtypeAndBoundTheLogits) {
 // Directional finite difference of the loss along the normalized gradient: (L(w+hu)-L(w-hu))/2h
 // must equal |g|. Checks that backward differentiates exactly the function forward computed
 // (including dropout masks recomputed from the same seeds).
-double directional_derivative_error(GPT& model, KernelContext& ctx, const std::vector<int>& x,
+double directional_derivative_error(GPT& model, CpuBackend& ctx, const std::vector<int>& x,
                                     const std::vector<int>& y, int B, int T, uint64_t seed,
                                     double h = 1e-2) {
   model.zero_grad();
@@ -199,7 +199,7 @@ double directional_derivative_error(GPT& model, KernelContext& ctx, const std::v
 }
 
 TEST(GptDropout, ChangesTrainingLossNotEvalLoss) {
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT plain(tiny_config(true, 0.0)), dropped(tiny_config(true, 0.2));
   randomize(plain, 11);
   std::copy(plain.params().begin(), plain.params().end(), dropped.params().begin());
@@ -222,7 +222,7 @@ TEST(GptDropout, ChangesTrainingLossNotEvalLoss) {
 // -1 (the default) is dropout's own value, the same masks bit for bit; 0 with dropout > 0 and
 // > 0 with dropout 0 each give a third training loss; evaluation ignores both.
 TEST(GptDropout, AttentionDropoutApartFromTheOthers) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const int B = 2, T = 16;
   const std::vector<int> x = random_tokens(B * T, 67, 3), y = random_tokens(B * T, 67, 4);
   auto losses = [&](double dropout, double attn_dropout) {
@@ -257,7 +257,7 @@ TEST(GptDropout, AttentionDropoutApartFromTheOthers) {
 }
 
 TEST(GptBackward, MatchesFiniteDifferenceForDropoutBiasAndGeluVariants) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const int B = 2, T = 16;
   const std::vector<int> x = random_tokens(B * T, 67, 8), y = random_tokens(B * T, 67, 9);
   struct Case {
@@ -287,7 +287,7 @@ TEST(GptBackward, MatchesFiniteDifferenceForDropoutBiasAndGeluVariants) {
 // The gradients of single parameters (arena offsets: scalars such as skip and gain weights, whose
 // share of the whole gradient is small) against central differences of the loss, h = 1e-2, each
 // required non-trivial (dropout masks from seed 99).
-void expect_gradients_match_central_differences(GPT& model, KernelContext& ctx,
+void expect_gradients_match_central_differences(GPT& model, CpuBackend& ctx,
                                                 const std::vector<int>& x,
                                                 const std::vector<int>& y, int B, int T,
                                                 const std::vector<int64_t>& offsets,
@@ -314,7 +314,7 @@ void expect_gradients_match_central_differences(GPT& model, KernelContext& ctx,
 // (two, crossing): the whole gradient along its direction, and each skip weight's gradient alone
 // against its central difference (its share of the whole gradient is small).
 TEST(GptBackward, MatchesFiniteDifferenceWithUnetSkips) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const int B = 2, T = 16;
   const std::vector<int> x = random_tokens(B * T, 67, 8), y = random_tokens(B * T, 67, 9);
   for (int layers : {3, 4}) {
@@ -339,7 +339,7 @@ TEST(GptBackward, MatchesFiniteDifferenceWithUnetSkips) {
 // Gains 0.6 and 1.1 take the backward's division ((residual2 - x) / gain); 0 and 0.004 (below
 // kGainDivideMin) its recomputation of the branch from atty, where the division cannot work.
 TEST(GptBackward, MatchesFiniteDifferenceWithAttnGain) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const int B = 2, T = 16;
   const std::vector<int> x = random_tokens(B * T, 67, 8), y = random_tokens(B * T, 67, 9);
   for (double dropout : {0.0, 0.3}) {
@@ -368,7 +368,7 @@ TEST(GptBackward, MatchesFiniteDifferenceWithAttnGain) {
 // curves the loss more: at the usual step h = 1e-2 the central difference's O(h^2) error reached
 // 0.013 (rotary, seed 14), at h = 3e-3 0.0012, 11x less as h^2 predicts (gain 1: 3e-5..7e-5).
 TEST(GptBackward, MatchesFiniteDifferenceWithQkNormGain) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const int B = 2, T = 16;
   const std::vector<int> x = random_tokens(B * T, 67, 8), y = random_tokens(B * T, 67, 9);
   for (const char* position : {"learned", "rotary"}) {
@@ -385,7 +385,7 @@ TEST(GptBackward, MatchesFiniteDifferenceWithQkNormGain) {
 TEST(GptKvCache, ForwardOneMatchesFullForward) {
   for (bool bias : {true, false}) {
     const ModelConfig c = tiny_config(bias);
-    KernelContext ctx;
+    CpuBackend ctx;
     GPT model(c);
     randomize(model, 21);
     const int T = c.block_size, V = c.vocab_size, Vp = c.padded_vocab_size();
@@ -411,7 +411,7 @@ TEST(GptKvCache, ForwardOneMatchesFullForward) {
 
 TEST(GptErrors, RejectBadInputsWithErrors) {
   const ModelConfig c = tiny_config();
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(c);
   model.init_weights(1);
   std::vector<int> x = random_tokens(2 * 17, 67, 1);

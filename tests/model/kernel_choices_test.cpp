@@ -13,7 +13,7 @@
 #include "core/memory.h"
 #include "core/rng.h"
 #include "fixture.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/ops_lowp.h"
 #include "model/gpt.h"
 
@@ -44,7 +44,7 @@ Result run(const KernelChoices& choices, MemoryTracker* tracker = nullptr,
            DType dtype = DType::kF32, int n_layer = 2) {
   ModelConfig c = small_config();
   c.n_layer = n_layer;
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(c, tracker);
   model.init_weights(5);
   model.set_kernel_choices(choices);
@@ -196,7 +196,7 @@ TEST(KernelChoices, FusedMlpEpilogueMatchesFused) {
 // fused=False give the same loss and gradients bit for bit (the classifier is one chunk here and
 // the fused residual + LayerNorm is bit-identical to the separate ops).
 TEST(KernelChoices, SmallModelsFuseTheMlpWithTheSameFloats) {
-  KernelContext ctx;
+  CpuBackend ctx;
   ASSERT_TRUE(cpu::mlp_fusion_one_region(ctx, DType::kF32, 3 * 37, 32, 4 * 32));
   const Result unfused = run({.naive_attention = false, .fused = false});
   const Result fused = run({});

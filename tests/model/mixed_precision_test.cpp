@@ -9,7 +9,7 @@
 
 #include "core/float16.h"
 #include "core/rng.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "optim/grad_scaler.h"
 #include "optim/optimizer.h"
@@ -34,7 +34,7 @@ double unit_roundoff(DType t) {
 // Loss and gradients of one training forward/backward in `dtype` from the same weights.
 std::pair<float, std::vector<float>> loss_and_grads(DType dtype, double dropout, float grad_scale,
                                                     KernelChoices choices = {}) {
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(tiny(dropout));
   model.set_dtype(dtype);
   model.set_kernel_choices(choices);
@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Types, MixedPrecisionGpt, ::testing::Values(DType::kBF1
 
 // The low-precision weights follow the master weights after an optimizer step (through params()).
 TEST(MixedPrecisionGpt, WeightCopyIsRefreshedAfterAStep) {
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(tiny());
   model.set_dtype(DType::kBF16);
   model.init_weights(3);
@@ -134,7 +134,7 @@ TEST(MixedPrecisionGpt, Float16UnderflowsWithoutLossScalingAndTrainsWithIt) {
   const int B = 4, T = 16, steps = 25;
   const auto x = random_tokens(B * T, 67, 1), y = random_tokens(B * T, 67, 2);
   auto train = [&](DType dtype, bool scaling, bool* all_zero_first) {
-    KernelContext ctx;
+    CpuBackend ctx;
     GPT model(tiny());
     model.set_dtype(dtype);
     model.init_weights(11);

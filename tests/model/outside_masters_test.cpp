@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "model/init.h"
 #include "random_tokens.h"
@@ -36,7 +36,7 @@ class OutsideMasters : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OutsideMasters, ForwardAndBackwardEqualTheModelWithItsOwnMasters) {
   const Case c = GetParam();
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT own(tiny(c.bias));
   own.set_dtype(c.dtype);
   own.init_weights(7);
@@ -83,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(Types, OutsideMasters,
 TEST(OutsideMasters, WhatNeedsTheMastersFailsWithANamedError) {
   GPT outside(tiny(true), nullptr, MasterWeights::kOutside);
   EXPECT_THROW(outside.set_dtype(DType::kF32), Error);
-  KernelContext ctx;
+  CpuBackend ctx;
   std::vector<float> m(16);
   // Before set_dtype there is no 16-bit copy to set.
   EXPECT_THROW(outside.set_weights_range(ctx, m.data(), 0, 16), Error);

@@ -11,6 +11,7 @@
 #include "distributed/data_parallel.h"
 #include "distributed/gradient_sync.h"
 #include "distributed/single_process_communicator.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "../model/random_tokens.h"
 
@@ -71,7 +72,7 @@ TEST_P(GradReadyHook, RangesAreFinalAndCoverTheArenaFromTheEnd) {
   c.unet_skips = GetParam();
   GPT model(c);
   model.init_weights(3);
-  KernelContext ctx;
+  CpuBackend ctx;
   const int B = 2, T = 16;
   const auto x = random_tokens(B * T, 67, 1), y = random_tokens(B * T, 67, 2);
   std::vector<std::pair<int64_t, int64_t>> ranges;

@@ -11,7 +11,7 @@
 
 #include "core/rng.h"
 #include "distributed/single_process_communicator.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "optim/grad_clip.h"
 #include "optim/optimizer.h"
@@ -93,7 +93,7 @@ TEST(Zero1, WorldOfOneStepsLikeThePlainOptimizerWithClipping) {
 TEST(Zero1, ShardedMastersTrainLikeTheModelsOwnMasters) {
   ModelConfig mc = tiny();
   mc.bias = true;
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT own(mc);
   own.set_dtype(DType::kBF16);
   own.init_weights(5);

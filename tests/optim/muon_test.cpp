@@ -113,7 +113,7 @@ TEST(Muon, MatchesFloat64TorchReferenceEveryStep) {
 // float32 matmul-op version agree.
 TEST(NewtonSchulz, ReferenceAndMatmulOpsMatchTorchOnOddShapes) {
   const auto fx = load_muon_fixture();
-  KernelContext ctx;
+  CpuBackend ctx;
   for (const auto& c : fx.at("newton_schulz")) {
     const int64_t rows = c.at("rows"), cols = c.at("cols");
     const int steps = c.at("steps");
@@ -190,7 +190,7 @@ std::vector<float> random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
 // or tall, aspect 3: its smallest singular value is ~0.07 of the Frobenius norm) into the band
 // the published coefficients aim at, about [0.7, 1.2]; in float32 and with bfloat16 matmuls.
 TEST(NewtonSchulz, SingularValuesLandInTheQuinticsBand) {
-  KernelContext ctx;
+  CpuBackend ctx;
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{32, 96}, {96, 32}}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " " << rows << "x" << cols);
@@ -209,7 +209,7 @@ TEST(NewtonSchulz, SingularValuesLandInTheQuinticsBand) {
 // bfloat16 matmul inputs (8 significant bits) move the result by about 2^-8 relative per step;
 // entries of the result are ~1/sqrt(32): within 0.03 of the float32 result.
 TEST(NewtonSchulz, Bfloat16MatmulsStayCloseToFloat32) {
-  KernelContext ctx;
+  CpuBackend ctx;
   const int64_t rows = 48, cols = 32;
   const auto m = random_matrix(rows, cols, 5);
   std::vector<float> f32(m.size()), bf16(m.size());
@@ -229,7 +229,7 @@ TEST(NewtonSchulz, Bfloat16MatmulsStayCloseToFloat32) {
 }
 
 TEST(NewtonSchulz, RefusesMatricesLargerThanItsWorkspaces) {
-  KernelContext ctx;
+  CpuBackend ctx;
   NewtonSchulz ns(ctx, DType::kF32, 12, 3);
   std::vector<float> m(20), o(20);
   EXPECT_THROW(ns.orthogonalize(o.data(), m.data(), 4, 5, 5), Error);
@@ -487,7 +487,7 @@ TEST(Muon, AllocatesTwoStateArenasAndItsWorkspaces) {
   EXPECT_EQ(optimizer_state_tensor_count(c), 2);
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     MemoryTracker tracker;
-    KernelContext ctx;
+    CpuBackend ctx;
     OptimizerRuntime rt;
     rt.kernels = &ctx;
     rt.matmul_dtype = dtype;

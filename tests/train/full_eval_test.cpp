@@ -12,7 +12,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "distributed/single_process_communicator.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 
 namespace nanogpt {
 namespace {
@@ -42,7 +42,7 @@ struct Reference {
   double sum = 0;
   int64_t count = 0;
 };
-void reference_add(GPT& model, KernelContext& ctx, const std::vector<uint16_t>& tokens, int T,
+void reference_add(GPT& model, CpuBackend& ctx, const std::vector<uint16_t>& tokens, int T,
                    Reference* ref) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   for (int64_t start = 0; start + 1 < n; start += T) {
@@ -85,7 +85,7 @@ class FullEvalTest : public ::testing::Test {
  protected:
   FullEvalTest() : model_(tiny_config()) { model_.init_weights(7); }
   GPT model_;
-  KernelContext ctx_;
+  CpuBackend ctx_;
   SingleProcessCommunicator one_;
 };
 

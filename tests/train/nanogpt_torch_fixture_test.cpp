@@ -16,7 +16,7 @@
 
 #include "io/nanogpt_checkpoint.h"
 #include "io/safetensors.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "model/fixture.h"
 #include "model/gpt.h"
 
@@ -34,7 +34,7 @@ std::vector<float> our_logits(const ModelConfig& config, const float* params,
                               const std::vector<int>& inputs, int B, int T) {
   GPT model(config);
   std::copy(params, params + model.table().total_numel(), model.params().begin());
-  KernelContext ctx;
+  CpuBackend ctx;
   model.forward(ctx, inputs.data(), nullptr, B, T, false);
   const int V = config.vocab_size, Vp = config.padded_vocab_size();
   std::vector<float> out(static_cast<size_t>(B) * T * V);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "optim/optimizer.h"
 
 namespace nanogpt {
@@ -28,7 +28,7 @@ Trace train(DType dtype, bool fused) {
   c.block_size = 16;
   c.vocab_size = 61;
   c.bias = true;
-  KernelContext ctx;
+  CpuBackend ctx;
   GPT model(c);
   model.init_weights(3);
   model.set_dtype(dtype);

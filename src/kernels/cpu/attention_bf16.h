@@ -3,7 +3,7 @@
 // dropout masks and accumulate-into-dqkv contract as ops.h's attention_forward/backward; results
 // differ from the float32 kernel on widened inputs by the bf16 rounding of the probabilities and
 // of dS before their products. lowp_attention.cpp takes this path when attention_bf16_native(),
-// with the per-thread scratch in the KernelContext's AttentionWorkspace (reused between calls);
+// with the per-thread scratch in the CpuBackend's AttentionWorkspace (reused between calls);
 // the entry points without a workspace build a fresh one per call.
 #pragma once
 

@@ -101,7 +101,7 @@ struct BlockProducts {
   size_t scratchpad_bytes = 0;
 };
 
-BlockProducts block_products(KernelContext::Impl& impl, std::initializer_list<Product> products,
+BlockProducts block_products(CpuBackend::Impl& impl, std::initializer_list<Product> products,
                              int T, int C, int NH, int HB) {
   BlockProducts out;
   for (int i0 = 0; i0 < T; i0 += kBlockRows) {
@@ -198,7 +198,7 @@ struct Scratch {
 
 }  // namespace
 
-void attention_forward_onednn(KernelContext& ctx, uint16_t* out, float* lse, const uint16_t* qkv,
+void attention_forward_onednn(CpuBackend& ctx, uint16_t* out, float* lse, const uint16_t* qkv,
                               int B, int T, int C, int NH, float dropout_p, uint64_t seed) {
   auto& impl = ctx.impl();
   const int HS = C / NH, HB = heads_per_call(NH, T), groups = NH / HB;
@@ -245,7 +245,7 @@ void attention_forward_onednn(KernelContext& ctx, uint16_t* out, float* lse, con
   }
 }
 
-void attention_backward_onednn(KernelContext& ctx, uint16_t* dqkv, const uint16_t* dout,
+void attention_backward_onednn(CpuBackend& ctx, uint16_t* dqkv, const uint16_t* dout,
                                const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
                                int T, int C, int NH, float dropout_p, uint64_t seed) {
   auto& impl = ctx.impl();

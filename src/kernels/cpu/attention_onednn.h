@@ -12,21 +12,21 @@
 // (sequence, head group, query block) tasks in the forward and (sequence, head group) in the
 // backward (dK, dV accumulate over the blocks); each executes the shared, immutable primitives
 // single-threaded on its own stream and scratchpad. The primitives are made once per shape and
-// kept in the KernelContext. Head groups: as many heads per call as keep a block's score tiles
+// kept in the CpuBackend. Head groups: as many heads per call as keep a block's score tiles
 // within ~512 KiB (oneDNN's per-call overhead favours many heads per call; L2, few at long T).
 #pragma once
 
 #include <cstdint>
 
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 
 namespace nanogpt::cpu {
 
 // out (B,T,C) bf16, lse (B,NH,T); qkv (B,T,3C) bf16 (bf16 bits throughout).
-void attention_forward_onednn(KernelContext& ctx, uint16_t* out, float* lse, const uint16_t* qkv,
+void attention_forward_onednn(CpuBackend& ctx, uint16_t* out, float* lse, const uint16_t* qkv,
                               int B, int T, int C, int NH, float dropout_p, uint64_t seed);
 // dqkv (B,T,3C) bf16 += the gradient (each element rounded once); dout, out (B,T,C) bf16.
-void attention_backward_onednn(KernelContext& ctx, uint16_t* dqkv, const uint16_t* dout,
+void attention_backward_onednn(CpuBackend& ctx, uint16_t* dqkv, const uint16_t* dout,
                                const uint16_t* out, const float* lse, const uint16_t* qkv, int B,
                                int T, int C, int NH, float dropout_p, uint64_t seed);
 

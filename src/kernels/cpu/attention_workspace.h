@@ -3,7 +3,7 @@
 // whose 32-bit bf16 pairs live in the same float-sized storage) kept between calls, so a call
 // reuses memory the process already touched: allocating and zero-filling it afresh on every call
 // cost ~15% of the float32 kernel's time at T 1024 (new pages fault in on first touch).
-// KernelContext owns one, shared by both kernels (the model's calls go through it); the
+// CpuBackend owns one, shared by both kernels (the model's calls go through it); the
 // context-free entry points build a fresh one per call. Also the Carver that cuts a thread's block
 // into pieces, and the float32 entry points that take a workspace (the bf16 ones:
 // attention_bf16.h).

@@ -1,4 +1,4 @@
-// KernelContext::Impl: the oneDNN engine and stream and the cache of matmul primitives keyed by
+// CpuBackend::Impl: the oneDNN engine and stream and the cache of matmul primitives keyed by
 // (N, C, OC, has_bias, kind, input and output dtypes), the scratch of the low-precision kernels,
 // the attention kernels' workspace and the oneDNN attention's block products.
 // Internal to kernels/cpu.
@@ -17,7 +17,7 @@
 #include "core/check.h"
 #include "core/cpu_target.h"
 #include "kernels/cpu/attention_workspace.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/dtype.h"
 
 namespace nanogpt {
@@ -74,7 +74,7 @@ struct AttentionMatmul {
   size_t scratchpad_bytes = 0;  // its user-managed scratchpad (each thread brings its own)
 };
 
-struct KernelContext::Impl {
+struct CpuBackend::Impl {
   // The CPU target the dispatched kernels run at (NANOGPT_CPU_TARGET caps it), applied to Highway
   // when the context is made.
   CpuTarget cpu_target = CpuTarget::from_environment();
@@ -126,7 +126,7 @@ struct KernelContext::Impl {
 // Runs the cached matmul primitive for `key` (created on first use) on raw pointers whose types
 // are key.in (src, wei), key.out (dst) and float (bias). Defined in matmul.cpp.
 namespace cpu {
-void run_matmul(KernelContext::Impl& impl, const MatmulKey& key, const void* src, const void* wei,
+void run_matmul(CpuBackend::Impl& impl, const MatmulKey& key, const void* src, const void* wei,
                 const void* bias, void* dst);
 }  // namespace cpu
 

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/cpu/convert-inl.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/row_reduce-inl.h"
@@ -306,19 +306,19 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
   (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
 }
 
-void layernorm_forward(KernelContext&, TypedPtr out, float* mean, float* rstd, const float* inp,
+void layernorm_forward(CpuBackend&, TypedPtr out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int64_t N, int C, NormKind norm) {
   HWY_DYNAMIC_DISPATCH(LayernormForwardTyped)(out, mean, rstd, inp, weight, bias, N, C, norm);
 }
 
-void residual_layernorm_forward(KernelContext&, float* res, TypedPtr out, float* mean, float* rstd,
+void residual_layernorm_forward(CpuBackend&, float* res, TypedPtr out, float* mean, float* rstd,
                                 const float* a, const float* b, const float* weight,
                                 const float* bias, int64_t N, int C, NormKind norm, float w) {
   HWY_DYNAMIC_DISPATCH(ResidualLayernormForwardTyped)
   (res, out, mean, rstd, a, b, weight, bias, N, C, norm, w);
 }
 
-void layernorm_backward(KernelContext&, float* dinp, float* dweight, float* dbias,
+void layernorm_backward(CpuBackend&, float* dinp, float* dweight, float* dbias,
                         ConstTypedPtr dout, const float* inp, const float* weight,
                         const float* mean, const float* rstd, int64_t N, int C, NormKind norm) {
   HWY_DYNAMIC_DISPATCH(LayernormBackwardTyped)

@@ -25,7 +25,7 @@ int attention_batch_group(int B, int NH) { return std::min(B, std::max(1, (64 + 
 
 namespace cpu {
 
-void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
+void attention_forward(CpuBackend& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv, int B,
                        int T, int C, int NH, float dropout_p, uint64_t seed) {
   auto& impl = ctx.impl();
   if (out.f32() && qkv.f32()) {
@@ -59,7 +59,7 @@ void attention_forward(KernelContext& ctx, TypedPtr out, float* lse, ConstTypedP
   }
 }
 
-void attention_backward(KernelContext& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
+void attention_backward(CpuBackend& ctx, TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
                         const float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
                         float dropout_p, uint64_t seed) {
   auto& impl = ctx.impl();

@@ -29,12 +29,12 @@ namespace nanogpt::cpu::HWY_NAMESPACE {
 
 namespace {
 
-// The tables of kind (KernelContext::Impl::gelu_bf16 / gelu_grad_bf16), built on first use.
+// The tables of kind (CpuBackend::Impl::gelu_bf16 / gelu_grad_bf16), built on first use.
 struct GeluTables {
   const uint16_t* out;  // (65536) bf16 bits of gelu(x)
   const float* grad;    // (65536) gelu'(x)
 };
-GeluTables gelu_tables(KernelContext::Impl& impl, MlpActivation kind) {
+GeluTables gelu_tables(CpuBackend::Impl& impl, MlpActivation kind) {
   const int k = static_cast<int>(kind);  // MlpActivation's order: tanh, exact, relu2
   auto& out = impl.gelu_bf16[k];
   auto& grad = impl.gelu_grad_bf16[k];
@@ -112,7 +112,7 @@ void gelu_backward_widened(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
   }
 }
 
-void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N,
+void GeluForwardLowp(CpuBackend& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N,
                      MlpActivation kind) {
   if (out.f32() && inp.f32()) return cpu::gelu_forward(out.f32(), inp.f32(), N, kind);
   if (out.dtype == DType::kBF16 && inp.dtype == DType::kBF16 && use_tables(kind)) {
@@ -136,7 +136,7 @@ void GeluForwardLowp(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_
   }
 }
 
-void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
+void GeluBackwardLowp(CpuBackend& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                       int64_t N, MlpActivation kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward(dinp.f32(), inp.f32(), dout.f32(), N, kind);
@@ -148,7 +148,7 @@ void GeluBackwardLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, Cons
   gelu_backward_widened<true>(dinp, inp, dout, N, kind);
 }
 
-void GeluBackwardOverwriteLowp(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
+void GeluBackwardOverwriteLowp(CpuBackend& ctx, TypedPtr dinp, ConstTypedPtr inp,
                                ConstTypedPtr dout, int64_t N, MlpActivation kind) {
   if (dinp.f32() && inp.f32() && dout.f32()) {
     return cpu::gelu_backward_overwrite(dinp.f32(), inp.f32(), dout.f32(), N, kind);
@@ -186,16 +186,16 @@ HWY_EXPORT(GeluForwardLowp);
 HWY_EXPORT(GeluBackwardLowp);
 HWY_EXPORT(GeluBackwardOverwriteLowp);
 
-void gelu_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind) {
+void gelu_forward(CpuBackend& ctx, TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluForwardLowp)(ctx, out, inp, N, kind);
 }
 
-void gelu_backward(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
+void gelu_backward(CpuBackend& ctx, TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                    int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluBackwardLowp)(ctx, dinp, inp, dout, N, kind);
 }
 
-void gelu_backward_overwrite(KernelContext& ctx, TypedPtr dinp, ConstTypedPtr inp,
+void gelu_backward_overwrite(CpuBackend& ctx, TypedPtr dinp, ConstTypedPtr inp,
                              ConstTypedPtr dout, int64_t N, MlpActivation kind) {
   HWY_DYNAMIC_DISPATCH(GeluBackwardOverwriteLowp)(ctx, dinp, inp, dout, N, kind);
 }

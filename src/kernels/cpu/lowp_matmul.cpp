@@ -21,7 +21,7 @@ namespace nanogpt::cpu {
 
 namespace {
 
-bool use_native(KernelContext& ctx, ConstTypedPtr a, ConstTypedPtr w, DType out) {
+bool use_native(CpuBackend& ctx, ConstTypedPtr a, ConstTypedPtr w, DType out) {
   return a.dtype == DType::kBF16 && w.dtype == DType::kBF16 &&
          (out == DType::kF32 || out == DType::kBF16) && native_matmul(ctx, DType::kBF16);
 }
@@ -32,7 +32,7 @@ int64_t chunk_rows(int C, int OC) {
 }
 
 // weight as float32: itself, or widened into scratch slot 0.
-const float* float_weight(KernelContext::Impl& impl, ConstTypedPtr weight, int64_t n) {
+const float* float_weight(CpuBackend::Impl& impl, ConstTypedPtr weight, int64_t n) {
   if (const float* w = weight.f32()) return w;
   float* w = impl.scratch_f32(0, static_cast<size_t>(n));
   convert(w, weight, n);
@@ -40,7 +40,7 @@ const float* float_weight(KernelContext::Impl& impl, ConstTypedPtr weight, int64
 }
 
 // inp rows as float32: themselves, or widened into scratch `slot`.
-const float* float_rows(KernelContext::Impl& impl, int slot, ConstTypedPtr p, int64_t n) {
+const float* float_rows(CpuBackend::Impl& impl, int slot, ConstTypedPtr p, int64_t n) {
   if (const float* f = p.f32()) return f;
   float* f = impl.scratch_f32(slot, static_cast<size_t>(n));
   convert(f, p, n);
@@ -49,7 +49,7 @@ const float* float_rows(KernelContext::Impl& impl, int slot, ConstTypedPtr p, in
 
 }  // namespace
 
-bool native_matmul(KernelContext& ctx, DType dtype, const char** impl_name) {
+bool native_matmul(CpuBackend& ctx, DType dtype, const char** impl_name) {
   auto& impl = ctx.impl();
   if (dtype == DType::kF32) {
     if (impl_name) *impl_name = "";
@@ -83,7 +83,7 @@ bool native_matmul(KernelContext& ctx, DType dtype, const char** impl_name) {
   return impl.native_bf16 == 1;
 }
 
-void matmul_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight,
+void matmul_forward(CpuBackend& ctx, TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight,
                     const float* bias, int64_t N, int C, int OC) {
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_forward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
@@ -111,7 +111,7 @@ void matmul_forward(KernelContext& ctx, TypedPtr out, ConstTypedPtr inp, ConstTy
   }
 }
 
-void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+void matmul_backward_overwrite(CpuBackend& ctx, TypedPtr dinp, float* dweight, float* dbias,
                                ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight,
                                int64_t N, int C, int OC) {
   CHECK(dinp, "matmul_backward_overwrite: dinp must not be null");
@@ -131,7 +131,7 @@ void matmul_backward_overwrite(KernelContext& ctx, TypedPtr dinp, float* dweight
   matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
-void matmul_backward(KernelContext& ctx, TypedPtr dinp, float* dweight, float* dbias,
+void matmul_backward(CpuBackend& ctx, TypedPtr dinp, float* dweight, float* dbias,
                      ConstTypedPtr dout, ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                      int OC) {
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,

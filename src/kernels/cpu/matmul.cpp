@@ -84,16 +84,16 @@ CachedMatmul make_matmul(dnnl::engine& engine, const MatmulKey& k) {
   return mm;
 }
 
-CachedMatmul& get_matmul(KernelContext::Impl& impl, const MatmulKey& key) {
+CachedMatmul& get_matmul(CpuBackend::Impl& impl, const MatmulKey& key) {
   auto it = impl.matmuls.find(key);
   if (it != impl.matmuls.end()) return it->second;
-  if (impl.matmuls.size() >= KernelContext::Impl::kMaxCached) impl.matmuls.clear();
+  if (impl.matmuls.size() >= CpuBackend::Impl::kMaxCached) impl.matmuls.clear();
   return impl.matmuls.emplace(key, make_matmul(impl.engine, key)).first->second;
 }
 
 }  // namespace
 
-void run_matmul(KernelContext::Impl& impl, const MatmulKey& key, const void* src, const void* wei,
+void run_matmul(CpuBackend::Impl& impl, const MatmulKey& key, const void* src, const void* wei,
                 const void* bias, void* dst) {
   CachedMatmul& mm = get_matmul(impl, key);
   const auto& pd = mm.pd;
@@ -114,7 +114,7 @@ void run_matmul(KernelContext::Impl& impl, const MatmulKey& key, const void* src
   impl.stream.wait();
 }
 
-void matmul_forward(KernelContext& ctx, float* out, const float* inp, const float* weight,
+void matmul_forward(CpuBackend& ctx, float* out, const float* inp, const float* weight,
                     const float* bias, int64_t N, int C, int OC) {
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_forward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
@@ -133,7 +133,7 @@ void matmul_forward(KernelContext& ctx, float* out, const float* inp, const floa
 namespace {
 
 // matmul_backward, dinp accumulated (dinp += dout . W) or overwritten (dinp = dout . W).
-void backward(KernelContext& ctx, float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
+void backward(CpuBackend& ctx, float* dinp, bool accumulate_dinp, float* dweight, float* dbias,
               const float* dout, const float* inp, const float* weight, int64_t N, int C, int OC) {
   CHECK(N > 0 && C > 0 && OC > 0, "matmul_backward: sizes must be positive, got N={} C={} OC={}", N,
         C, OC);
@@ -155,13 +155,13 @@ void backward(KernelContext& ctx, float* dinp, bool accumulate_dinp, float* dwei
 
 }  // namespace
 
-void matmul_backward(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+void matmul_backward(CpuBackend& ctx, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, int64_t N, int C,
                      int OC) {
   backward(ctx, dinp, true, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
-void matmul_backward_overwrite(KernelContext& ctx, float* dinp, float* dweight, float* dbias,
+void matmul_backward_overwrite(CpuBackend& ctx, float* dinp, float* dweight, float* dbias,
                                const float* dout, const float* inp, const float* weight, int64_t N,
                                int C, int OC) {
   CHECK(dinp != nullptr, "matmul_backward_overwrite: dinp must not be null");

@@ -40,7 +40,7 @@ bool all_f32(std::initializer_list<DType> dtypes) {
 }
 
 // Whether a matmul of a (activations) by w writing `out` runs without widening.
-bool native(KernelContext& ctx, ConstTypedPtr a, ConstTypedPtr w, DType out) {
+bool native(CpuBackend& ctx, ConstTypedPtr a, ConstTypedPtr w, DType out) {
   if (a.dtype == DType::kF32 && w.dtype == DType::kF32 && out == DType::kF32) return true;
   return a.dtype == DType::kBF16 && w.dtype == DType::kBF16 &&
          (out == DType::kF32 || out == DType::kBF16) && native_matmul(ctx, DType::kBF16);
@@ -54,13 +54,13 @@ int64_t block_rows(bool native_path, int64_t width, int64_t wide) {
 }
 
 // n elements of `dtype` in scratch slot `slot` (float-sized storage).
-TypedPtr scratch_block(KernelContext::Impl& impl, int slot, int64_t n, DType dtype) {
+TypedPtr scratch_block(CpuBackend::Impl& impl, int slot, int64_t n, DType dtype) {
   const size_t floats = (static_cast<size_t>(n) * dtype_size(dtype) + 3) / 4;
   return {impl.scratch_f32(slot, floats), dtype};
 }
 
 // dinp (rows, C) = dout (rows, OC) . weight (OC, C), overwritten.
-void backward_data_set(KernelContext& ctx, bool native_path, TypedPtr dinp, ConstTypedPtr dout,
+void backward_data_set(CpuBackend& ctx, bool native_path, TypedPtr dinp, ConstTypedPtr dout,
                        ConstTypedPtr weight, int64_t rows, int C, int OC) {
   if (native_path) {
     run_matmul(ctx.impl(), {rows, C, OC, false, MatmulKind::kBackwardDataSet, dout.dtype, dinp.dtype},
@@ -105,11 +105,11 @@ void gelu_backward_set(TypedPtr dpre, ConstTypedPtr pre, ConstTypedPtr dact, int
 
 }  // namespace
 
-bool mlp_fusion_one_region(const KernelContext& ctx, DType dtype, int64_t N, int C, int OC) {
+bool mlp_fusion_one_region(const CpuBackend& ctx, DType dtype, int64_t N, int C, int OC) {
   return dtype == DType::kF32 && small_gemm_runs(ctx, N, C, OC);
 }
 
-void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
+void matmul_gelu_forward(CpuBackend& ctx, TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
                          ConstTypedPtr weight, const float* bias, int64_t N, int C, int OC,
                          MlpActivation kind) {
   CHECK(N > 0 && C > 0 && OC > 0,
@@ -128,7 +128,7 @@ void matmul_gelu_forward(KernelContext& ctx, TypedPtr fch, TypedPtr fch_gelu, Co
   }
 }
 
-void gelu_matmul_backward(KernelContext& ctx, TypedPtr dpre, float* dweight, float* dbias,
+void gelu_matmul_backward(CpuBackend& ctx, TypedPtr dpre, float* dweight, float* dbias,
                           ConstTypedPtr dout, ConstTypedPtr pre, ConstTypedPtr weight, int64_t N,
                           int C, int OC, MlpActivation kind) {
   CHECK(N > 0 && C > 0 && OC > 0,

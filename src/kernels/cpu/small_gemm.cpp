@@ -29,7 +29,7 @@
 #include <memory>
 
 #include "core/check.h"
-#include "kernels/context.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/cpu/attention_dims.h"
 #include "kernels/cpu/attention_tiles-inl.h"
 #include "kernels/cpu/gelu_math.h"
@@ -333,7 +333,7 @@ bool small_gemm_fits(int64_t N, int C, int OC) {
   return N > 1 && C % 16 == 0 && OC % 16 == 0 && N * C * OC <= kSmallGemmMaxMacs;
 }
 
-bool small_gemm_runs(const KernelContext& ctx, int64_t N, int C, int OC) {
+bool small_gemm_runs(const CpuBackend& ctx, int64_t N, int C, int OC) {
   return ctx.ways().small_products_f32 == SmallProductsWay::kTiles && small_gemm_fits(N, C, OC);
 }
 

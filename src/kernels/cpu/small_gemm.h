@@ -18,7 +18,7 @@ inline constexpr int64_t kSmallGemmMaxMacs = int64_t{1} << 26;
 bool small_gemm_fits(int64_t N, int C, int OC);
 // Whether this context runs a float32 product of this shape here: it fits and the run's small
 // products way (kernels/kernel_ways.h) is the tiles, not oneDNN.
-bool small_gemm_runs(const KernelContext& ctx, int64_t N, int C, int OC);
+bool small_gemm_runs(const CpuBackend& ctx, int64_t N, int C, int OC);
 
 // out (N,OC) = inp (N,C) . weight (OC,C)^T + bias (OC, nullable).
 void small_gemm_forward(float* out, const float* inp, const float* weight, const float* bias,
