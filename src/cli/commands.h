@@ -32,4 +32,9 @@ std::string autotune_help();
 // True if args ask for help (--help or -h anywhere).
 bool wants_help(const Args& args);
 
+// For sample / export with init_from = 'resume': an error saying how to get a checkpoint when
+// out_dir has none (no run wrote one there yet).
+void require_checkpoint(const std::string& init_from, const std::string& out_dir,
+                        const char* command);
+
 }  // namespace nanogpt::cli

@@ -55,6 +55,7 @@ int export_command(const Args& args) {
   apply_assignments(config, parse_command_line(args));
   CHECK(config.format == "llmc" || config.format == "hf" || config.format == "nanogpt",
         "format = '{}': expected 'llmc', 'hf' or 'nanogpt'", config.format);
+  require_checkpoint(config.init_from, config.out_dir, "export");
   if (config.format == "nanogpt") {
     const std::string output = config.output.empty()
                                    ? (std::filesystem::path(config.out_dir) / "ckpt.pt").string()

@@ -66,6 +66,7 @@ int sample_command(const Args& args) {
   apply_assignments(config, parse_command_line(args));
   config.validate();
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
+  require_checkpoint(config.init_from, config.out_dir, "sample");
   ModelSource src =
       load_model_source(config.init_from, config.out_dir,
                         config.ema ? CheckpointWeights::kAverage : CheckpointWeights::kTrained);
