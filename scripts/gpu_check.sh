@@ -4,7 +4,9 @@
 # the CPU reference. Two halves:
 #   bash scripts/gpu_check.sh prepare   here (a build with the CUDA backend, e.g. build/ configured
 #                                       where nvcc is): writes gpu_bundle/ (git-ignored, ~15 MB):
-#                                       nanogpt, test_cuda and their non-system libraries (xz),
+#                                       nanogpt, test_cuda, test_backends (the op harness and the
+#                                       whole model on every backend) and their non-system
+#                                       libraries (xz),
 #                                       both corpora tokenized, nanoGPT's source (fetched, never
 #                                       committed; NANOGPT_PY_SRC or /work/.mirror, see
 #                                       bench/nanogpt_py_src.sh)
@@ -40,15 +42,15 @@ prepare() {
   local build=${NANOGPT_BUILD_DIR:-$ROOT/build}
   grep -q 'NANOGPT_WITH_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
   [ -f "$build/build.ninja" ] || { echo "no build in $build: run scripts/setup.sh first" >&2; exit 1; }
-  ninja -C "$build" nanogpt test_cuda bench_kernels || {
+  ninja -C "$build" nanogpt test_cuda test_backends bench_kernels || {
     echo "building test_cuda failed: is $build configured with the CUDA backend (nvcc found)?" >&2
     exit 1
   }
   rm -rf "$BUNDLE"; mkdir -p "$BUNDLE/stage/bin" "$BUNDLE/stage/lib" "$BUNDLE/data"
-  cp "$build/nanogpt" "$build/test_cuda" "$build/bench_kernels" "$BUNDLE/stage/bin/"
+  cp "$build/nanogpt" "$build/test_cuda" "$build/test_backends" "$build/bench_kernels" "$BUNDLE/stage/bin/"
   # Non-system libraries beside the binaries: everything ldd resolves except glibc's own and
   # CUDA's (the GPU machine has CUDA 13's; cuBLASLt alone is ~500 MB).
-  ldd "$build/nanogpt" "$build/test_cuda" "$build/bench_kernels" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+  ldd "$build/nanogpt" "$build/test_cuda" "$build/test_backends" "$build/bench_kernels" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
     case $(basename "$lib") in
       libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*) ;;
       *) cp -L "$lib" "$BUNDLE/stage/lib/" ;;
@@ -163,6 +165,16 @@ run() {
     grep -A12 'Failure$' "$OUT/test_cuda.log" | head -60
     grep -iE 'timing|TFLOP' "$OUT/test_cuda.log" | head -20
     echo "test_cuda exit status $trc"
+    # The op harness (every op x dtype x shape on the reference, the CPU and the GPU, the support
+    # matrix) and the whole model on the GPU against the CPU's (tests/backends).
+    echo "== op harness and model on every backend (test_backends)"
+    timeout 150 "$work/pkg/bin/test_backends" --gtest_output=xml:"$OUT/test_backends.xml" \
+      > "$OUT/test_backends.log" 2>&1
+    local brc=$?
+    sed -n '/op harness support matrix/,/^\[/p' "$OUT/test_backends.log" | head -80
+    grep -E '^\[  (PASSED|SKIPPED) *\] [0-9]+ tests?|^\[  FAILED  \]|NOT SUPPORTED' "$OUT/test_backends.log" | head -60
+    grep -A8 'Failure$' "$OUT/test_backends.log" | head -60
+    echo "test_backends exit status $brc"
   fi
 
   local data=$BUNDLE/data
@@ -271,7 +283,7 @@ run() {
   (cd "$OUT" && tar -czf gpu_check_logs.tgz --exclude=gpu_check_logs.tgz \
      --exclude=speedrun_runs.tar.xz ./* &&
      find . -maxdepth 1 -type f ! -name gpu_check_logs.tgz ! -name gpu_check.md \
-       ! -name test_cuda.log ! -name run.log ! -name amx_bench.txt ! -name 'speedrun*' -delete)
+       ! -name test_cuda.log ! -name test_backends.log ! -name run.log ! -name amx_bench.txt ! -name 'speedrun*' -delete)
 }
 
 case $mode in

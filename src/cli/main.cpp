@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -16,6 +17,9 @@
 #include "core/cpu_target.h"
 #include "core/isa_required.h"
 #include "kernels/backend_info.h"
+#if NANOGPT_WITH_CUDA
+#include "kernels/cuda/cuda_context.h"
+#endif
 
 namespace nanogpt::cli {
 namespace {
@@ -42,6 +46,29 @@ const std::map<std::string, Command>& commands() {
   return table;
 }
 
+// --version's CUDA line: whether the CUDA backend is compiled in (for which GPU architectures)
+// and the GPU it finds, or why it finds none.
+std::string cuda_line() {
+#if NANOGPT_WITH_CUDA
+  std::string archs = NANOGPT_CUDA_ARCHS;  // CMake's list, comma-separated: "80,86,89,90"
+  std::string list;
+  for (size_t at = 0; at <= archs.size();) {
+    const size_t end = std::min(archs.find(',', at), archs.size());
+    const std::string a = archs.substr(at, end - at);
+    if (!a.empty()) list += (list.empty() ? "sm_" : " sm_") + a.substr(0, a.find('-'));
+    at = end + 1;
+  }
+  std::string why;
+  if (cuda::device_available(&why)) {
+    return fmt::format("backend compiled in ({}); GPU: {}", list, cuda::device_description());
+  }
+  return fmt::format("backend compiled in ({}); no usable GPU: {}", list, why);
+#else
+  return "not compiled in (built without nvcc, or -DNANOGPT_CUDA=OFF): --device=cuda is "
+         "unavailable; build where a CUDA toolkit is (docs/guide/gpu.md)";
+#endif
+}
+
 // `nanogpt --version`: what this binary is and what it runs on.
 void print_version() {
   const BuildInfo build = build_info();
@@ -57,6 +84,7 @@ void print_version() {
                       backend.onednn_isa);
   text += fmt::format("threads:       {} (OpenMP; OMP_NUM_THREADS changes it)\n",
                       omp_get_max_threads());
+  text += fmt::format("CUDA:          {}\n", cuda_line());
   std::fputs(text.c_str(), stdout);
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/check.h"
 #include "core/memory_space.h"
 #include "kernels/op_profile.h"
 #include "kernels/ops.h"
@@ -23,6 +24,13 @@
 #include "kernels/ops_lowp.h"
 
 namespace nanogpt {
+
+// Thrown by a backend's op for a case it has no kernel for (a dtype, a head size, a parameter):
+// what() names the op, the case and the way around it. The op harness lists it as not supported.
+class UnsupportedOp : public Error {
+ public:
+  using Error::Error;
+};
 
 class Backend : public MemorySpace {
  public:

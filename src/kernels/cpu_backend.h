@@ -13,7 +13,7 @@
 
 namespace nanogpt {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   CpuBackend();
   ~CpuBackend() override;

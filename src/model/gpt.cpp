@@ -74,16 +74,62 @@ GPT::GPT(const ModelConfig& config, MemoryTracker* tracker, MasterWeights master
     block_begin_.push_back(table_.at("h." + std::to_string(l) + ".ln_1.weight").offset);
   }
   block_begin_.push_back(table_.at("ln_f.weight").offset);
-  if (arch_.rotary) rotary_ = RotaryTables(config_.block_size, config_.head_size(), arch_.rope_theta);
-  decode_rstd_.resize(static_cast<size_t>(2 * config_.n_head));
+  on_host_ = memory_ == nullptr || memory_->host_addressable();
+  if (arch_.rotary) {
+    rotary_ = RotaryTables(config_.block_size, config_.head_size(), arch_.rope_theta);
+    if (!on_host_) {
+      const size_t n = rotary_.cos.size();
+      rotary_dev_ = Buffer<float>(2 * n, tracker, memory_);
+      memory_->upload(rotary_dev_.data(), rotary_.cos.data(), n * sizeof(float));
+      memory_->upload(rotary_dev_.data() + n, rotary_.sin.data(), n * sizeof(float));
+    }
+  }
+  decode_rstd_ = Buffer<float>(static_cast<size_t>(2 * config_.n_head), nullptr, memory_);
+}
+
+const float* GPT::rotary_cos() const {
+  if (!arch_.rotary) return nullptr;
+  return on_host_ ? rotary_.cos.data() : rotary_dev_.data();
+}
+const float* GPT::rotary_sin() const {
+  if (!arch_.rotary) return nullptr;
+  return on_host_ ? rotary_.sin.data() : rotary_dev_.data() + rotary_.cos.size();
+}
+
+float GPT::scalar(Backend& ops, const float* p) const {
+  if (on_host_) return *p;
+  float v = 0.0f;
+  ops.download(&v, p, sizeof v);
+  return v;
+}
+
+void GPT::add_to_scalar(Backend& ops, float* p, float v) const {
+  if (on_host_) {
+    *p += v;
+    return;
+  }
+  float x = 0.0f;
+  ops.download(&x, p, sizeof x);
+  x += v;
+  ops.upload(p, &x, sizeof x);
+}
+
+const int* GPT::stage_tokens(Backend& ops, const int* host, int64_t n, int64_t offset,
+                             int64_t rows) {
+  if (on_host_ || host == nullptr) return host;
+  if (tokens_.size() < static_cast<size_t>(2 * rows)) {
+    tokens_ = Buffer<int>();
+    tokens_ = Buffer<int>(static_cast<size_t>(2 * rows), nullptr, memory_);
+  }
+  ops.upload(tokens_.data() + offset, host, static_cast<size_t>(n) * sizeof(int));
+  return tokens_.data() + offset;
 }
 
 void GPT::qk_forward(Backend& ops, TypedPtr qkv, float* rstd, int64_t N, int T, int pos0) {
   if (!arch_.qk_norm && !arch_.rotary) return;
   // One pass over Q and K: QK-norm then rotary, each head vector rounded once.
-  ops.qk_norm_rotary_forward(qkv, arch_.qk_norm ? rstd : nullptr,
-                             arch_.rotary ? rotary_.cos.data() : nullptr,
-                             arch_.rotary ? rotary_.sin.data() : nullptr, N, T, pos0,
+  ops.qk_norm_rotary_forward(qkv, arch_.qk_norm ? rstd : nullptr, rotary_cos(), rotary_sin(), N,
+                             T, pos0,
                              config_.n_embd, config_.n_head, arch_.qk_norm_gain);
 }
 
@@ -91,10 +137,9 @@ void GPT::qk_backward(Backend& ops, TypedPtr dqkv, ConstTypedPtr qkv, const floa
                       int T) {
   if (!arch_.qk_norm && !arch_.rotary) return;
   // qkv holds the rotated output: QK-norm's backward runs in that frame first (ops_arch.h).
-  ops.qk_norm_rotary_backward(dqkv, qkv, arch_.qk_norm ? rstd : nullptr,
-                              arch_.rotary ? rotary_.cos.data() : nullptr,
-                              arch_.rotary ? rotary_.sin.data() : nullptr, N, T, 0, config_.n_embd,
-                              config_.n_head, arch_.qk_norm_gain);
+  ops.qk_norm_rotary_backward(dqkv, qkv, arch_.qk_norm ? rstd : nullptr, rotary_cos(),
+                              rotary_sin(), N, T, 0, config_.n_embd, config_.n_head,
+                              arch_.qk_norm_gain);
 }
 
 void GPT::check_masters_inside(const char* what) const {
@@ -115,7 +160,13 @@ void GPT::check_backend(const Backend& ops, const char* what) const {
 
 void GPT::init_weights(uint64_t seed) {
   check_masters_inside("init_weights");
-  nanogpt::init_weights(table_, params_.data(), seed);
+  if (on_host_) {
+    nanogpt::init_weights(table_, params_.data(), seed);
+  } else {  // the same values, made on the host
+    std::vector<float> host(params_.size());
+    nanogpt::init_weights(table_, host.data(), seed);
+    memory_->upload(params_.data(), host.data(), host.size() * sizeof(float));
+  }
   lowp_stale_ = true;
 }
 
@@ -147,8 +198,8 @@ void GPT::set_weights_range(Backend& ops, const float* master, int64_t begin, in
     const int64_t slot_end = s.offset + (s.numel + 15) / 16 * 16;
     const int64_t lo = std::max(begin, s.offset), hi = std::min(end, slot_end);
     if (lo >= hi) continue;
-    std::copy(master + (lo - begin), master + (hi - begin),
-              fp32_reads_.data() + s.fp32_read_offset + (lo - s.offset));
+    ops.copy_bytes(fp32_reads_.data() + s.fp32_read_offset + (lo - s.offset), master + (lo - begin),
+                   static_cast<size_t>(hi - lo) * sizeof(float));
   }
 }
 
@@ -229,8 +280,8 @@ void GPT::make_skip_input(Backend& ops, int l) {
   const int i = skip_into(l);
   const int64_t N = static_cast<int64_t>(B_) * T_;
   const float* source = acts_.layers[unet_skip_from(config_.n_layer, i)].residual3;
-  ops.skip_forward(acts_.layers[l].skip_input, acts_.layers[l - 1].residual3, source, w_.skipw[i],
-                   N * config_.n_embd);
+  ops.skip_forward(acts_.layers[l].skip_input, acts_.layers[l - 1].residual3, source,
+                   scalar(ops, w_.skipw + i), N * config_.n_embd);
 }
 
 // Block l's forward from its input x (the embedding or block l-1's residual3) into a.layers[l];
@@ -274,9 +325,9 @@ void GPT::forward_block(Backend& ops, int l, const float* x, bool ln1_done, bool
   if (fuse_res_ln) {  // residual2 = x + gain * branch (gain 1 without attn_gain), then ln_2
     ops.residual_layernorm_forward(la.residual2, ln2, la.ln2_mean, la.ln2_rstd, x, attn_out,
                                    bw.ln2w, bw.ln2b, N, C, norm,
-                                   bw.attn_gain ? *bw.attn_gain : 1.0f);
+                                   bw.attn_gain ? scalar(ops, bw.attn_gain) : 1.0f);
   } else if (bw.attn_gain) {
-    ops.skip_forward(la.residual2, x, attn_out, *bw.attn_gain, N * C);
+    ops.skip_forward(la.residual2, x, attn_out, scalar(ops, bw.attn_gain), N * C);
     ops.layernorm_forward(ln2, la.ln2_mean, la.ln2_rstd, la.residual2, bw.ln2w, bw.ln2b, N, C,
                           norm);
   } else {
@@ -345,7 +396,10 @@ float GPT::forward(Backend& ops, const int* inputs, const int* targets, int B, i
     naive_att_ = Buffer<float>(static_cast<size_t>(att_all), tracker_, memory_);
   }
 
-  ops.encoder_forward(a.encoded, inputs, w_.wte, w_.wpe, B, T, C);  // (N, C)
+  // The token ids where the ops read them (the host's, or staged in the backend's memory).
+  const int* inp = stage_tokens(ops, inputs, N, 0, N);
+  const int* tgt = stage_tokens(ops, targets, N, N, N);
+  ops.encoder_forward(a.encoded, inp, w_.wte, w_.wpe, B, T, C);  // (N, C)
   if (drop) ops.dropout_forward(a.encoded, a.encoded, N * C, p, site_seed(-1, kSiteEmbedding));
   const float* x = a.encoded;
   const bool fuse_res_ln = choices_.fused;
@@ -388,15 +442,15 @@ float GPT::forward(Backend& ops, const int* inputs, const int* targets, int B, i
     head.matmul_forward(z, lnf_rows, lowp(w_.head, lw_.head), nullptr, rows, C, Vp);
     if (!training) {
       if (cap > 0.0f) head.softcap_forward(z, rows * Vp, cap);
-      ops.crossentropy_forward(a.losses + r0, z, targets + r0, rows, V, Vp);
+      ops.crossentropy_forward(a.losses + r0, z, tgt + r0, rows, V, Vp);
       continue;
     }
     // dlogits overwrite the chunk's logits; dlnf = dlogits . head, dhead += dlogits^T . lnf.
     if (cap > 0.0f) {
-      head.crossentropy_softcap_forward_backward(a.losses + r0, z, z, targets + r0, dloss, rows, V,
-                                                 Vp, cap);
+      head.crossentropy_softcap_forward_backward(a.losses + r0, z, z, tgt + r0, dloss, rows, V, Vp,
+                                                 cap);
     } else {
-      ops.crossentropy_forward_backward(a.losses + r0, z, z, targets + r0, dloss, rows, V, Vp);
+      ops.crossentropy_forward_backward(a.losses + r0, z, z, tgt + r0, dloss, rows, V, Vp);
     }
     const TypedPtr dz = a.dlogits_chunk;  // (rows, Vp) in the activation dtype
     if (dz.data != z) ops.convert(dz, z, rows * Vp);
@@ -404,8 +458,15 @@ float GPT::forward(Backend& ops, const int* inputs, const int* targets, int B, i
                          rows, C, Vp);
   }
   backward_ready_ = training;
+  const float* losses = a.losses;  // (N), read on the host
+  std::vector<float> downloaded;
+  if (!on_host_) {
+    downloaded.resize(static_cast<size_t>(N));
+    ops.download(downloaded.data(), a.losses, downloaded.size() * sizeof(float));
+    losses = downloaded.data();
+  }
   double sum = 0.0;
-  for (int64_t i = 0; i < N; ++i) sum += a.losses[i];
+  for (int64_t i = 0; i < N; ++i) sum += losses[i];
   return num_valid_ > 0 ? static_cast<float>(sum / static_cast<double>(num_valid_)) : 0.0f;
 }
 
@@ -490,7 +551,7 @@ void GPT::backward(Backend& ops) {
       // d(gain) = sum(d(residual2) * branch); the branch's gradient, gain * d(residual2), goes to
       // a.branch (the forward's scratch), where the branch is first recovered: (residual2 - x) /
       // gain, or computed again from atty when the gain is too small to divide by.
-      const float gain = *bw.attn_gain;
+      const float gain = scalar(ops, bw.attn_gain);
       float* branch = a.branch;  // (N, C)
       double dgain;
       if (std::abs(gain) >= kGainDivideMin) {
@@ -501,7 +562,7 @@ void GPT::backward(Backend& ops) {
         if (drop) ops.dropout_forward(branch, branch, N * C, p, site_seed(l, kSiteAttnOut));
         dgain = ops.skip_backward(branch, s.dresidual, branch, gain, N * C);
       }
-      bg.attn_gain[0] += static_cast<float>(dgain);
+      add_to_scalar(ops, bg.attn_gain, static_cast<float>(dgain));
       dattn_out = branch;
     }
     if (drop) {
@@ -533,8 +594,9 @@ void GPT::backward(Backend& ops) {
     // its weight's gradient and (in s.dskip) its source's share.
     if (const int i = skip_into(l); i >= 0) {
       const float* source = a.layers[unet_skip_from(config_.n_layer, i)].residual3;
-      g_.skipw[i] += static_cast<float>(
-          ops.skip_backward(s.dskip[i], s.dresidual, source, w_.skipw[i], N * C));
+      add_to_scalar(ops, g_.skipw + i,
+                    static_cast<float>(ops.skip_backward(s.dskip[i], s.dresidual, source,
+                                                         scalar(ops, w_.skipw + i), N * C)));
     }
     if (grad_ready_) grad_ready_(block_begin_[l], block_begin_[l + 1]);
   }
@@ -544,7 +606,7 @@ void GPT::backward(Backend& ops) {
     ops.dropout_backward_overwrite(s.ddrop, s.dresidual, N * C, p, site_seed(-1, kSiteEmbedding));
     demb = s.ddrop;
   }
-  ops.encoder_backward(g_.wte, g_.wpe, demb, inputs_.data(), B, T, C);
+  ops.encoder_backward(g_.wte, g_.wpe, demb, on_host_ ? inputs_.data() : tokens_.data(), B, T, C);
   if (grad_ready_) grad_ready_(0, block_begin_[0]);
 }
 
@@ -558,27 +620,28 @@ void GPT::forward_one(Backend& ops, KvCache& cache, int token, int pos, float* l
   const MlpActivation gelu = arch_.activation;
   const NormKind norm = arch_.norm;
   KvCache& s = cache;
+  check_backend(ops, "forward_one");
   ProfileScope profiled(ops, profile_);
 
-  ops.encoder_forward(s.x, &token, w_.wte, w_.wpe ? w_.wpe + static_cast<int64_t>(pos) * C : nullptr,
-                      1, 1, C);
+  ops.encoder_forward(s.x, stage_tokens(ops, &token, 1, 0, 1), w_.wte,
+                      w_.wpe ? w_.wpe + static_cast<int64_t>(pos) * C : nullptr, 1, 1, C);
   for (int l = 0; l < config_.n_layer; ++l) {
     const BlockWeights& bw = w_.h[l];
     if (const int i = skip_into(l); i >= 0) {  // U-net skip: the source's output was kept
       const int64_t from = unet_skip_from(config_.n_layer, i);
-      ops.skip_forward(s.x, s.x, s.skips + from * C, w_.skipw[i], C);
+      ops.skip_forward(s.x, s.x, s.skips + from * C, scalar(ops, w_.skipw + i), C);
     }
     float* krow = s.k(l) + static_cast<int64_t>(pos) * C;  // (C) this token's key
     float* vrow = s.v(l) + static_cast<int64_t>(pos) * C;  // (C) this token's value
     ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, bw.ln1w, bw.ln1b, 1, C, norm);
     ops.matmul_forward(s.qkv, s.ln, bw.qkvw, bw.qkvb, 1, C, 3 * C);  // (3C) [q | k | v]
     qk_forward(ops, s.qkv, decode_rstd_.data(), 1, 1, pos);
-    std::memcpy(krow, s.qkv + C, sizeof(float) * C);
-    std::memcpy(vrow, s.qkv + 2 * C, sizeof(float) * C);
+    ops.copy_bytes(krow, s.qkv + C, sizeof(float) * C);
+    ops.copy_bytes(vrow, s.qkv + 2 * C, sizeof(float) * C);
     ops.attention_decode(s.atty, s.qkv, s.k(l), s.v(l), pos + 1, C, NH);
     ops.matmul_forward(s.proj, s.atty, bw.attprojw, bw.attprojb, 1, C, C);
     if (bw.attn_gain) {
-      ops.skip_forward(s.x2, s.x, s.proj, *bw.attn_gain, C);
+      ops.skip_forward(s.x2, s.x, s.proj, scalar(ops, bw.attn_gain), C);
     } else {
       ops.residual_forward(s.x2, s.x, s.proj, C);
     }
@@ -588,14 +651,23 @@ void GPT::forward_one(Backend& ops, KvCache& cache, int token, int pos, float* l
     ops.matmul_forward(s.proj, s.fch_gelu, bw.fcprojw, bw.fcprojb, 1, 4 * C, C);
     ops.residual_forward(s.x, s.x2, s.proj, C);
     if (arch_.unet_skips && l < unet_skip_count(config_.n_layer)) {
-      std::memcpy(s.skips + static_cast<int64_t>(l) * C, s.x, sizeof(float) * C);
+      ops.copy_bytes(s.skips + static_cast<int64_t>(l) * C, s.x, sizeof(float) * C);
     }
   }
   ops.layernorm_forward(s.ln, s.mean, s.rstd, s.x, w_.lnfw, w_.lnfb, 1, C, norm);
   const MatmulClassScope head_class(ops, OpClass::kClassifier);  // the head's matmuls
   Backend& head = ops;
-  head.matmul_forward(logits_out, s.ln, w_.head, nullptr, 1, C, Vp);  // (Vp)
-  if (arch_.logit_softcap > 0.0f) head.softcap_forward(logits_out, Vp, arch_.logit_softcap);
+  // (Vp), written where the ops write (the host's logits_out, or the backend's memory first)
+  float* logits = logits_out;
+  if (!on_host_) {
+    if (decode_logits_.size() < static_cast<size_t>(Vp)) {
+      decode_logits_ = Buffer<float>(static_cast<size_t>(Vp), nullptr, memory_);
+    }
+    logits = decode_logits_.data();
+  }
+  head.matmul_forward(logits, s.ln, w_.head, nullptr, 1, C, Vp);
+  if (arch_.logit_softcap > 0.0f) head.softcap_forward(logits, Vp, arch_.logit_softcap);
+  if (!on_host_) ops.download(logits_out, logits, static_cast<size_t>(Vp) * sizeof(float));
   cache.set_length(pos + 1);
 }
 

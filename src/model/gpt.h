@@ -131,7 +131,7 @@ class GPT {
   void set_classifier_chunk_rows(int64_t rows) { chunk_rows_override_ = rows; }
 
   // Logits (B, T, Vp) of the last forward, which must have had no targets; only the first V
-  // columns are meaningful.
+  // columns are meaningful. In the arenas' memory (the backend's: download them off the host).
   const float* logits() const;
   // Per-position losses (B, T) of the last forward with targets (0 at ignored positions).
   const float* losses() const { return acts_.losses; }
@@ -150,6 +150,16 @@ class GPT {
   void check_masters_inside(const char* what) const;
   // That `ops` computes in the memory the arenas were allocated in.
   void check_backend(const Backend& ops, const char* what) const;
+  // A scalar weight of the arenas (an attention gain, a U-net skip weight) read on the host, and
+  // one added to: direct on the host, a download (and upload) elsewhere.
+  float scalar(Backend& ops, const float* p) const;
+  void add_to_scalar(Backend& ops, float* p, float v) const;
+  // n host token ids where the ops read them: `host` itself on the host, else copied to tokens_
+  // at offset (tokens_ reserved for 2 * rows).
+  const int* stage_tokens(Backend& ops, const int* host, int64_t n, int64_t offset, int64_t rows);
+  // The rotary tables where the ops read them (null without rotary positions).
+  const float* rotary_cos() const;
+  const float* rotary_sin() const;
   void refresh_lowp_weights(Backend& ops);
   uint64_t site_seed(int layer, int site) const;
   // Whether the MLP runs its fused ops (matmul_gelu_forward, gelu_matmul_backward) on N rows.
@@ -198,8 +208,12 @@ class GPT {
   // attention=naive: the (B, NH, T, T) probabilities of every layer, (L, B*NH*T*T).
   Buffer<float> naive_att_;
   OpProfile* profile_ = nullptr;
-  RotaryTables rotary_;              // position = 'rotary': cos, sin (block_size, HS/2)
-  std::vector<float> decode_rstd_;   // (2 NH) QK-norm's statistics of forward_one's token
+  RotaryTables rotary_;              // position = 'rotary': cos, sin (block_size, HS/2), host
+  Buffer<float> rotary_dev_;         // the same [cos | sin] in the arenas' memory (off the host)
+  Buffer<float> decode_rstd_;        // (2 NH) QK-norm's statistics of forward_one's token
+  Buffer<int> tokens_;               // (2 N) off the host: the forward's inputs, then targets
+  Buffer<float> decode_logits_;      // (Vp) off the host: forward_one's logits before download
+  bool on_host_ = true;              // whether the arenas are in host memory
   GradReadyHook grad_ready_;
   std::vector<int64_t> block_begin_;  // (L + 1) arena offset of block l's first tensor; [L] = ln_f
   // State of the last forward, used by backward.

@@ -5,7 +5,7 @@
 
 namespace nanogpt {
 
-KvCache::KvCache(const ModelConfig& config, int max_T, MemoryTracker* tracker)
+KvCache::KvCache(const ModelConfig& config, int max_T, MemoryTracker* tracker, MemorySpace* space)
     : max_T_(max_T), C_(config.n_embd) {
   CHECK(max_T >= 1 && max_T <= config.block_size,
         "KV cache length {} must be in 1..block_size ({}); ask for at most block_size tokens",
@@ -15,7 +15,7 @@ KvCache::KvCache(const ModelConfig& config, int max_T, MemoryTracker* tracker)
   const int64_t skips = config.unet_skips ? static_cast<int64_t>(config.n_layer / 2) * C : 0;
   const int64_t scratch =
       16 * C + 32 + skips;  // x, x2, ln, qkv, atty, proj (8C) + fch, gelu (8C) + mean/rstd
-  arena_ = Buffer<float>(static_cast<size_t>(kv + scratch), tracker);
+  arena_ = Buffer<float>(static_cast<size_t>(kv + scratch), tracker, space);
   float* p = arena_.data();
   kv_ = p;
   p += kv;

@@ -12,8 +12,10 @@ namespace nanogpt {
 
 class KvCache {
  public:
-  // max_T: longest sequence this cache holds (<= config.block_size).
-  KvCache(const ModelConfig& config, int max_T, MemoryTracker* tracker = nullptr);
+  // max_T: longest sequence this cache holds (<= config.block_size). space: the memory it lives
+  // in (the model's backend's; null: the host's).
+  KvCache(const ModelConfig& config, int max_T, MemoryTracker* tracker = nullptr,
+          MemorySpace* space = nullptr);
 
   int max_T() const { return max_T_; }
   // Number of positions filled (rows 0..length-1 of every layer are valid).

@@ -34,6 +34,15 @@ TEST(Version, NamesBuildIsaOnednnAndThreads) {
   EXPECT_NE(version_field(r.output, "CPU offers").find("avx2"), std::string::npos) << r.output;
   EXPECT_NE(version_field(r.output, "oneDNN").find("2."), std::string::npos) << r.output;
   EXPECT_EQ(version_field(r.output, "threads").rfind("2 ", 0), 0u) << r.output;
+  // Whether the CUDA backend is in, for which architectures, and the GPU found or why none.
+  const std::string cuda = version_field(r.output, "CUDA");
+  if (cuda.rfind("backend compiled in (sm_", 0) == 0) {
+    EXPECT_TRUE(cuda.find("); GPU: ") != std::string::npos ||
+                cuda.find("); no usable GPU: ") != std::string::npos)
+        << r.output;
+  } else {
+    EXPECT_EQ(cuda.rfind("not compiled in (", 0), 0u) << r.output;
+  }
 }
 
 TEST(Version, NamesTheCpuTargetAndHonoursTheCap) {
