@@ -29,20 +29,26 @@
 #
 # Environment: NANOGPT_ARM64_BUILD_DIR (build-arm64), NANOGPT_ARM64_JOBS (2),
 # NANOGPT_ARM64_TEST_LIMIT_S (seconds each emulated test binary may run on the reference host,
-# 480), NANOGPT_ARM64_RUN_LIMIT_S (seconds each emulated --version, prepare or training run may
+# 900: the SVE kernel tests took ~600 s there on 2026-12-01, ~270 s of it the float32 QkFused
+# cases with a query gain, 65-92 s each where their gain-1 twins take 2-5 s under qemu, and 0.7 s
+# natively: not yet understood, see the closing note of issue 51), NANOGPT_ARM64_RUN_LIMIT_S (seconds each emulated --version, prepare or training run may
 # take there, 120), NANOGPT_ARM64_CALIBRATE (1; 0: the limits as given, unscaled).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=${NANOGPT_ARM64_BUILD_DIR:-build-arm64}
 JOBS=${NANOGPT_ARM64_JOBS:-2}
-TEST_LIMIT_S=${NANOGPT_ARM64_TEST_LIMIT_S:-480}
+TEST_LIMIT_S=${NANOGPT_ARM64_TEST_LIMIT_S:-900}
 RUN_LIMIT_S=${NANOGPT_ARM64_RUN_LIMIT_S:-120}
 CALIBRATE=${NANOGPT_ARM64_CALIBRATE:-1}
 # The probe's seconds on the reference host (Intel Xeon, AMX-BF16, 2 cores, 2026-12-01) under
 # -cpu max (sve) and -cpu max,sve=off (neon): the limits above are its budgets.
-declare -A PROBE_REF_S=([sve]=@SVE_REF@ [neon]=@NEON_REF@)
+declare -A PROBE_REF_S=([sve]=2.4 [neon]=1.3)
 export NANOGPT_TEST_EMULATED=1
+# OpenMP's idle threads sleep instead of spinning: under qemu a spinning worker's wait costs what
+# emulated work costs, and took the QkFused cases from 3 s to 70 s each on the Intel host (the
+# values are the same either way: every kernel computes the same on any thread count).
+export OMP_WAIT_POLICY=PASSIVE
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 script_start=$SECONDS
 phase_start=$SECONDS
