@@ -195,6 +195,32 @@ SLOW_TESTS+=':PackedWeights/LowpMatmulTest.*/7'
 # not yet known), so each case gets a fresh process.
 ISOLATED_TESTS='DtypesNormRotary/QkFused.*'
 
+# emulated_lane NAME QEMU_CPU LANE: shard LANE (of 2) of test_kernels, then of test_optim, each
+# into $BUILD/<test>-NAME-shard<LANE>.log with .rc (exit status) and .seconds beside it; lane 1
+# then runs the QkFused cases one a process, into its test_kernels log. Runs in the background.
+emulated_lane() {
+  local name=$1 cpu=$2 lane=$3 t log rc t0 c
+  local qemu=(qemu-aarch64 -cpu "$cpu")
+  for t in test_kernels test_optim; do
+    log=$BUILD/$t-$name-shard$lane.log
+    rm -f "$log.rc" "$log.seconds"
+    t0=$SECONDS
+    rc=0
+    (
+      GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$lane emulated "$TEST_LIMIT" "$name: $t shard $lane" \
+        "${qemu[@]}" "$BUILD/$t" "--gtest_filter=-$SLOW_TESTS:$ISOLATED_TESTS" || exit $?
+      if [ "$t" = test_kernels ] && [ "$lane" = 1 ]; then
+        for c in $("${qemu[@]}" "$BUILD/$t" --gtest_list_tests "--gtest_filter=$ISOLATED_TESTS" |
+                   awk '/^[^ ]/ {s = $1} /^  / {print s $1}'); do
+          emulated "$TEST_LIMIT" "$name: $t $c" "${qemu[@]}" "$BUILD/$t" "--gtest_filter=$c" || exit $?
+        done
+      fi
+    ) >"$log" 2>&1 || rc=$?
+    echo $((SECONDS - t0)) >"$log.seconds"
+    echo "$rc" >"$log.rc"
+  done
+}
+
 # run_on_cpu NAME QEMU_CPU EXPECTED_LEVEL_REGEX SKIP_TARGETS: --version's target, the tests (their
 # per-target loops leaving out the Highway targets SKIP_TARGETS names), a tiny training run.
 run_on_cpu() {
@@ -216,38 +242,39 @@ run_on_cpu() {
   echo "test_arm64: $name: CPU target line OK: $target"
   phase_done "$name: --version"
 
-  local t log rc running t0
+  # Two lanes, one a core: each binary's tests in two gtest shards, lane s running shard s of
+  # test_kernels then of test_optim (lane 1 also the QkFused cases, one a process). Each shard has
+  # the binary's whole limit (under it with room: a shard is about half a binary).
+  local lane
+  for lane in 0 1; do
+    emulated_lane "$name" "$cpu" "$lane" &
+  done
+  wait || true
+  local t shard log rc running secs
   for t in test_kernels test_optim; do
-    log=$BUILD/$t-$name.log
-    rc=0
-    t0=$SECONDS
-    # The QkFused family runs one case a process (ISOLATED_TESTS below), the rest in one.
-    (
-      emulated "$TEST_LIMIT" "$name: $t" "${qemu[@]}" "$BUILD/$t" \
-        "--gtest_filter=-$SLOW_TESTS:$ISOLATED_TESTS" || exit $?
-      local c
-      for c in $("${qemu[@]}" "$BUILD/$t" --gtest_list_tests "--gtest_filter=$ISOLATED_TESTS" |
-                 awk '/^[^ ]/ {s = $1} /^  / {print s $1}'); do
-        emulated "$TEST_LIMIT" "$name: $t $c" "${qemu[@]}" "$BUILD/$t" "--gtest_filter=$c" || exit $?
-      done
-    ) >"$log" 2>&1 || rc=$?
-    budget "$name" "$t" $((SECONDS - t0)) "$TEST_LIMIT"
-    if [ "$rc" != 0 ]; then
-      grep -m 40 -E '^\[  FAILED  \]|Failure|error|TIME LIMIT' "$log" || true
-      if [ "$rc" = 124 ]; then
-        # The last test started and not finished: a RUN line with no OK or FAILED line after it.
-        running=$(awk '/^\[ RUN      \]/ {t = $4} /^\[       OK \]|^\[  FAILED  \]|^\[  SKIPPED \]/ {t = ""} END {print t}' "$log")
-        fail "$name: $t under -cpu $cpu ran past $TEST_LIMIT s (${TEST_LIMIT_S} s on the reference host), in test ${running:-?} (log: $log)"
+    for shard in 0 1; do
+      log=$BUILD/$t-$name-shard$shard.log
+      rc=$(cat "$log.rc" 2>/dev/null || echo 1)
+      secs=$(cat "$log.seconds" 2>/dev/null || echo 0)
+      budget "$name" "$t (shard $shard of 2)" "$secs" "$TEST_LIMIT"
+      if [ "$rc" != 0 ]; then
+        grep -m 40 -E '^\[  FAILED  \]|Failure|error|TIME LIMIT' "$log" || true
+        if [ "$rc" = 124 ]; then
+          # The last test started and not finished: a RUN line with no OK or FAILED line after it.
+          running=$(awk '/^\[ RUN      \]/ {t = $4} /^\[       OK \]|^\[  FAILED  \]|^\[  SKIPPED \]/ {t = ""} END {print t}' "$log")
+          fail "$name: $t (shard $shard) under -cpu $cpu ran past $TEST_LIMIT s (${TEST_LIMIT_S} s on the reference host), in test ${running:-?} (log: $log)"
+        fi
+        fail "$name: $t (shard $shard) under -cpu $cpu (log: $log)"
       fi
-      fail "$name: $t under -cpu $cpu (log: $log)"
-    fi
-    # (Skipped: the AVX512_BF16 attention tests, x86 only.)
-    grep -E '^\[==========\] .* ran\.|^\[  (PASSED  |SKIPPED )\] [0-9]+ tests?' "$log" | sed "s/^/test_arm64: $name: $t: /"
-    grep -q '^\[  PASSED  \]' "$log" || fail "$name: $t printed no PASSED line (log: $log)"
-    # The slowest tests under emulation, where a limit would bite first (awk reads all of sort's
-    # output: an early exit would end the script through SIGPIPE and pipefail).
-    sed -n 's/^\[       OK \] \(.*\) (\([0-9]*\) ms)$/\2 \1/p' "$log" | sort -rn |
-      awk -v p="test_arm64: $name: $t: slowest: " 'NR <= 3 {printf "%s%s (%.1f s)\n", p, $2, $1 / 1000}'
+      # (Skipped: the AVX512_BF16 attention tests, x86 only.)
+      grep -E '^\[==========\] .* ran\.|^\[  (PASSED  |SKIPPED )\] [0-9]+ tests?' "$log" |
+        sed "s/^/test_arm64: $name: $t shard $shard: /"
+      grep -q '^\[  PASSED  \]' "$log" || fail "$name: $t (shard $shard) printed no PASSED line (log: $log)"
+      # The slowest tests under emulation, where a limit would bite first (awk reads all of sort's
+      # output: an early exit would end the script through SIGPIPE and pipefail).
+      sed -n 's/^\[       OK \] \(.*\) (\([0-9]*\) ms)$/\2 \1/p' "$log" | sort -rn |
+        awk -v p="test_arm64: $name: $t shard $shard: slowest: " 'NR <= 3 {printf "%s%s (%.1f s)\n", p, $2, $1 / 1000}'
+    done
   done
   phase_done "$name: kernel and optimizer tests"
 

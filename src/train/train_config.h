@@ -183,7 +183,7 @@ struct TrainConfig {
       "under mpirun: MB of gradients per all-reduce bucket, started during the backward");
     v("device", device,
       "'cpu' (default), or 'cuda' / 'cuda:0': train on the first NVIDIA GPU (a build with the CUDA "
-      "backend; README 'GPUs')");
+      "backend; docs/guide/gpu.md)");
     v("compile", compile, "accepted for nanoGPT configs; kernels are always fused here");
     v("backend", backend, "accepted for nanoGPT configs; no effect");
     v("wandb_log", wandb_log, "accepted for nanoGPT configs; no effect (see metrics.jsonl)");

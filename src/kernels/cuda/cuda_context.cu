@@ -98,7 +98,8 @@ void* device_alloc(size_t bytes, const char* what) {
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
     fail("out of GPU memory: {} needs {:.1f} MiB, the GPU has {:.1f} MiB free of {:.1f} MiB ({}); "
-         "use a smaller batch_size or block_size, or gradient_accumulation_steps",
+         "`nanogpt estimate --device=cuda <config>` shows what each part takes; lower batch_size "
+         "(raising gradient_accumulation_steps keeps the tokens a step) or block_size",
          what, bytes / 1048576.0, free_b / 1048576.0, total_b / 1048576.0,
          cudaGetErrorString(err));
   }
