@@ -5,8 +5,10 @@
 #include "cli/commands.h"
 #include "core/config.h"
 #include "core/cpu_info.h"
+#include "distributed/zero1.h"
 #include "experiments/estimate.h"
 #include "model/gpu_memory_plan.h"
+#include "model/params.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
 
@@ -21,35 +23,56 @@ std::string estimate_help() {
          "--world_size=N: per rank of `mpirun -np N` (with zero_stage=1 the optimizer state is\n"
          "sharded, and in bfloat16/float16 the float32 master weights too). --measure_peak=False\n"
          "skips the peak probe. --device=cuda: the GPU memory of `train --device=cuda` instead\n"
-         "(dtype auto means bfloat16 there). Keys: see `nanogpt help train`.\n";
+         "(dtype auto means bfloat16 there), per GPU of --world_size (with zero_stage=1 AdamW's\n"
+         "state and the float32 masters are sharded; gradients stay whole). Keys: see\n"
+         "`nanogpt help train`.\n";
 }
 
 namespace {
 
-// `estimate --device=cuda`: the GPU model's memory by part (model/gpu_memory_plan.h).
-int print_gpu_estimate(TrainConfig config) {
+// `estimate --device=cuda`: the GPU model's memory by part (model/gpu_memory_plan.h), per GPU of
+// `world_size`. ZeRO-1 shards AdamW's m and v and, in 16 bits, the float32 masters (the 16-bit
+// copy the kernels read stays whole, as do the gradients: they are all-reduced or reduce-scattered
+// in buckets, in place) into zero1_shard_counts's largest shard.
+int print_gpu_estimate(TrainConfig config, int world_size) {
   if (config.dtype == "auto") config.dtype = "bfloat16";  // as train --device=cuda resolves it
   const TrainConfig resolved = resolve_for_estimate(config);
   DType dtype = DType::kBF16;
   parse_dtype(resolved.dtype, dtype);
   const int B = static_cast<int>(resolved.batch_size), T = resolved.model.block_size;
-  const GpuMemoryPlan p =
-      plan_gpu_memory(resolved.model, dtype, B, T, resolved.attention == "naive");
+  GpuMemoryPlan p = plan_gpu_memory(resolved.model, dtype, B, T, resolved.attention == "naive");
   const TrainingEstimate e = estimate_training(resolved, 1);
+  const bool zero = resolved.zero_stage == 1;
+  const int64_t numel = ParamTable(resolved.model).total_numel();
+  const int64_t shard = zero1_shard_counts(numel, world_size).front();
+  std::string masters = dtype == DType::kF32 ? "float32" : "float32 masters and the bfloat16 copy";
+  std::string adam;
+  if (zero) {
+    p.optimizer = 8 * shard;
+    if (dtype != DType::kF32) {
+      p.params = 4 * shard + 2 * numel;
+      masters = fmt::format("float32 masters: shard of {}, and the whole bfloat16 copy", world_size);
+    }
+    adam = fmt::format(" (ZeRO-1: shard of {})", world_size);
+  }
+  const std::string per_gpu =
+      world_size == 1 ? ""
+                      : fmt::format(", per GPU of {}{}", world_size,
+                                    zero ? " (ZeRO-1)" : " (data parallel, every GPU whole)");
   fmt::print(
-      "GPU (--device=cuda), {}, micro-batch {} x {}, {} attention:\n"
+      "GPU (--device=cuda), {}, micro-batch {} x {}, {} attention{}:\n"
       "  parameters       {:.2f}M ({:.3g} GFLOP per iteration, nanoGPT's formula)\n"
-      "  weights          {} (float32 masters{})\n"
-      "  gradients        {}\n"
-      "  AdamW m, v       {}\n"
+      "  weights          {} ({})\n"
+      "  gradients        {}{}\n"
+      "  AdamW m, v       {}{}\n"
       "  activations      {}\n"
       "  classifier       {} (float32 logits and their gradient)\n"
       "  scratch          {}\n"
       "  total            {} of GPU memory (plus the CUDA context and cuBLASLt's 32 MiB)\n",
       dtype_name(dtype), B, T, p.flash_attention ? "flash" : "naive (T x T probabilities)",
-      e.params / 1e6, e.flops_per_iter_nanogpt / 1e9, format_bytes(p.params),
-      dtype == DType::kF32 ? "" : " and the bfloat16 copy", format_bytes(p.grads),
-      format_bytes(p.optimizer), format_bytes(p.activations), format_bytes(p.classifier),
+      per_gpu, e.params / 1e6, e.flops_per_iter_nanogpt / 1e9, format_bytes(p.params), masters,
+      format_bytes(p.grads), world_size > 1 ? " (whole on every GPU)" : "",
+      format_bytes(p.optimizer), adam, format_bytes(p.activations), format_bytes(p.classifier),
       format_bytes(p.scratch), format_bytes(p.total()));
   return 0;
 }
@@ -77,7 +100,7 @@ int estimate_command(const Args& args) {
     }
   }
   apply_assignments(config, assignments);
-  if (config.device != "cpu") return print_gpu_estimate(config);
+  if (config.device != "cpu") return print_gpu_estimate(config, static_cast<int>(world_size));
   const TrainConfig resolved = resolve_for_estimate(config);
   const TrainingEstimate estimate = estimate_training(resolved, static_cast<int>(world_size));
   MfuPeak peak;

@@ -83,5 +83,62 @@ TEST_F(DeviceCli, EstimateGivesTheGpuMemoryOnAnyMachine) {
   EXPECT_NE(naive.output.find("naive (T x T probabilities)"), std::string::npos) << naive.output;
 }
 
+// Per GPU of 8: ZeRO-1 divides AdamW's m and v and the float32 masters by 8; the bfloat16 copy and
+// the gradients stay whole. GPT-2 124M of config/train_gpt2.py (bias = False) by hand: wte
+// 50304 x 768 (the padded vocabulary), wpe 1024 x 768, 12 blocks of 12 C^2 + 2 C (the matrices and
+// two LayerNorm weights), ln_f C: P = 124,373,760; a shard is P / 8 = 15,546,720 (a multiple of
+// 16, so no padding).
+TEST_F(DeviceCli, EstimatePerGpuOfEightWithZeroOneShardsTheOptimizerAndTheMasters) {
+  const int64_t C = 768, P = 50304 * C + 1024 * C + 12 * (12 * C * C + 2 * C) + C;
+  ASSERT_EQ(P, 124'373'760);
+  ModelConfig gpt2;
+  gpt2.vocab_size = 50257;
+  gpt2.validate();
+  ASSERT_EQ(ParamTable(gpt2).total_numel(), P);
+  const int64_t shard = P / 8;
+  ASSERT_EQ(shard, 15'546'720);
+  const std::string config = std::string(NANOGPT_SOURCE_DIR) + "/config/train_gpt2.py";
+  RunResult z = run_nanogpt(dir_, "estimate " + config +
+                                      " --device=cuda --batch_size=12 --world_size=8 --zero_stage=1");
+  ASSERT_EQ(z.exit_code, 0) << z.output;
+  EXPECT_NE(z.output.find("flash attention, per GPU of 8 (ZeRO-1):"), std::string::npos)
+      << z.output;
+  // m and v: 8 bytes per element of the shard (124,373,760 bytes, an eighth of 8 P).
+  EXPECT_NE(z.output.find("AdamW m, v       " + format_bytes(8 * shard) + " (ZeRO-1: shard of 8)"),
+            std::string::npos)
+      << z.output;
+  // float32 masters of the shard (62,186,880) + the whole bfloat16 copy (248,747,520).
+  EXPECT_NE(z.output.find("weights          " + format_bytes(310'934'400)), std::string::npos)
+      << z.output;
+  EXPECT_NE(z.output.find("gradients        " + format_bytes(497'495'040) + " (whole on every GPU)"),
+            std::string::npos)
+      << z.output;
+  // Without ZeRO-1 every GPU holds all of it: 8 P of AdamW state, 6 P of weights.
+  RunResult d = run_nanogpt(dir_, "estimate " + config +
+                                      " --device=cuda --batch_size=12 --world_size=8 --zero_stage=0");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(d.output.find("per GPU of 8 (data parallel, every GPU whole)"), std::string::npos)
+      << d.output;
+  EXPECT_NE(d.output.find("AdamW m, v       " + format_bytes(994'990'080) + "\n"),
+            std::string::npos)
+      << d.output;
+  EXPECT_NE(d.output.find("weights          " + format_bytes(746'242'560)), std::string::npos)
+      << d.output;
+  // float32 training: the model's float32 weights are the masters and stay whole.
+  RunResult f = run_nanogpt(dir_, "estimate " + config +
+                                      " --device=cuda --dtype=float32 --batch_size=4"
+                                      " --world_size=8 --zero_stage=1");
+  ASSERT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_NE(f.output.find("weights          " + format_bytes(4 * P) + " (float32)"),
+            std::string::npos)
+      << f.output;
+  EXPECT_NE(f.output.find("AdamW m, v       " + format_bytes(8 * shard)), std::string::npos)
+      << f.output;
+  RunResult bad = run_nanogpt(dir_, "estimate " + config + " --device=cuda --world_size=0");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("world_size expects the number of ranks"), std::string::npos)
+      << bad.output;
+}
+
 }  // namespace
 }  // namespace nanogpt::e2e
