@@ -1,7 +1,8 @@
 // Communicator: the one interface data-parallel training talks to other ranks through (all-reduce,
-// reduce-scatter, all-gather, broadcast, barrier). Two implementations: SingleProcessCommunicator
-// (world of one: every operation is the identity) and MpiCommunicator (OpenMPI); the trainer never
-// calls MPI itself. make_communicator() picks MPI exactly when the process was started by an MPI
+// reduce-scatter, all-gather, broadcast, barrier). Implementations: SingleProcessCommunicator
+// (world of one: every operation is the identity), MpiCommunicator (OpenMPI, host buffers) and
+// NcclCommunicator (NCCL, device buffers; nccl_communicator.h, ranks met through rendezvous.h and
+// launch_env.h); the trainer never calls MPI or NCCL itself. make_communicator() picks MPI exactly when the process was started by an MPI
 // launcher (mpirun sets OMPI_COMM_WORLD_SIZE), so a plain `nanogpt train` never initializes MPI.
 #pragma once
 

@@ -263,7 +263,8 @@ void NcclCommunicator::reduce_scatter_sum(const float* in, float* out,
           return ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, m.comm, m.stream);
         },
         [&](int r, int64_t off) {
-          return ncclReduce(in + off, r == m.opt.rank ? out : nullptr,
+          // (recvbuff is read on the root only; the own `out` elsewhere, never a null pointer)
+          return ncclReduce(in + off, out,
                             static_cast<size_t>(counts[static_cast<size_t>(r)]), ncclFloat32,
                             ncclSum, r, m.comm, m.stream);
         });
