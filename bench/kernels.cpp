@@ -670,6 +670,7 @@ BENCHMARK(BM_MlpGelu)
 // args: fused (0: GradScaler-free unfused passes clip_grad_norm + step + [convert] + zero;
 // 1: grad_global_norm + step_fused), bf16 copy (0/1). Bytes: the unfused passes' count.
 void BM_OptimizerStep124M(benchmark::State& state) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const bool fused = state.range(0) != 0, bf16 = state.range(1) != 0;
   ModelConfig config;  // GPT-2 124M
   config.vocab_size = 50257;
@@ -685,14 +686,14 @@ void BM_OptimizerStep124M(benchmark::State& state) {
     std::memcpy(grads.data(), g0.data(), n * sizeof(float));  // a backward's gradients
     state.ResumeTiming();
     if (fused) {
-      const double norm = grad_global_norm(table, grads.data());
+      const double norm = grad_global_norm(backend, table, grads.data());
       FusedStepExtras x;
       x.grad_clip = clip_coefficient(norm, 0.1);
       x.params_lowp = copy;
       x.zero_grads = true;
       opt.step_fused(params.data(), grads.data(), 1e-4, x);
     } else {
-      clip_grad_norm(table, grads.data(), 0.1);
+      clip_grad_norm(backend, table, grads.data(), 0.1);
       opt.step(params.data(), grads.data(), 1e-4);
       if (bf16) cpu::convert(copy, params.data(), n);
       std::memset(grads.data(), 0, n * sizeof(float));

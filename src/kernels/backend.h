@@ -4,7 +4,9 @@
 //   weights' average and activations are Buffers allocated from the backend, laid out by the same
 //   parameter table and activation description on every device; upload, download, copy and fill;
 // - compute: the ops of kernels/ops.h, ops_arch.h and ops_lowp.h (same names, arguments and
-//   meanings, without the context), float32 forms and the mixed-precision TypedPtr forms.
+//   meanings, without the context), float32 forms and the mixed-precision TypedPtr forms; and the
+//   optimizers' passes (kernels/optimizer_ops.h: AdamW, SGD, Muon and Newton-Schulz, the gradient
+//   norm and clipping, the loss scaler's check, the weights' average).
 // Device-specific fusions are capabilities the model asks about (mlp_fusion_one_region, ...),
 // never forks of the model: the plain pair of ops is always there. Streams, events and device
 // handles stay inside an implementation; the host waits only where a method returns a value
@@ -22,6 +24,7 @@
 #include "kernels/ops.h"
 #include "kernels/ops_arch.h"
 #include "kernels/ops_lowp.h"
+#include "kernels/optimizer_ops.h"
 
 namespace nanogpt {
 
@@ -32,7 +35,7 @@ class UnsupportedOp : public Error {
   using Error::Error;
 };
 
-class Backend : public MemorySpace {
+class Backend : public MemorySpace, public OptimizerOps {
  public:
   ~Backend() override = default;
 

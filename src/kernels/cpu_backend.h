@@ -92,6 +92,20 @@ class CpuBackend : public Backend {
   void gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N, MlpActivation kind) override;
   void gelu_backward_overwrite(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N, MlpActivation kind) override;
 
+  // ---- optimizer ops (kernels/optimizer_ops.h; cpu/cpu_backend_optimizer_ops.cpp) ----
+  void adamw_step(const AdamWArenas& a, ItemList<AdamWTensorStep> tensors, const AdamWConstants& k, const GradTransform* fused, TypedPtr params_lowp) override;
+  void sgd_step(float* params, const float* grads, float* momentum, ItemList<SgdTensorStep> tensors, float lr, float mu) override;
+  double sum_of_squares(const float* grads, ItemList<TensorSpan> tensors, float unscale) override;
+  void scale_tensors(float* grads, ItemList<TensorSpan> tensors, float s) override;
+  bool scale_and_check_finite(float* grads, int64_t n, float inv) override;
+  void lerp_toward(float* avg, const float* x, int64_t n, float decay) override;
+  void muon_momentum(float* buf, float* d, const float* g, int64_t n, float mu, bool nesterov) override;
+  void muon_update(float* p, const float* o, int64_t n, float keep, float step) override;
+  double frobenius_sum_sq(const float* m, int64_t n) override;
+  void scale_into(float* x, const float* m, int64_t n, float s) override;
+  void scale_add(float* x, const float* y, int64_t n, float a) override;
+  void combine(float* out, const float* u, const float* v, int64_t n, float a, float b) override;
+
  private:
   std::unique_ptr<Impl> impl_;
   KernelWays ways_;

@@ -1,32 +1,27 @@
-// Global gradient norm (one OpenMP pass, double accumulation; optionally of the unscaled values)
-// and clipping; the element loops are optim/elementwise.h's (dispatched per CPU target).
+// Global gradient norm (one pass through the backend's sum_of_squares, double accumulation;
+// optionally of the unscaled values) and clipping (the backend's scale_tensors).
 #include "optim/grad_clip.h"
 
-#include <omp.h>
-
-#include <algorithm>
 #include <cmath>
+#include <vector>
 
-#include "optim/elementwise.h"
+#include "kernels/backend.h"
 
 namespace nanogpt {
+namespace {
 
-double grad_global_norm(const ParamTable& table, const float* grads, float unscale) {
-  const auto& specs = table.specs();
-  double sum = 0.0;
-#pragma omp parallel reduction(+ : sum)
-  {
-    // Manual static split of every tensor (an orphaned `omp for reduction` cannot reduce into
-    // the region's private sum).
-    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    for (const auto& spec : specs) {
-      const float* g = grads + spec.offset;  // (numel)
-      const auto [begin, end] = optim_loops::thread_slice(spec.numel, nt, tid);
-      const double acc = optim_loops::sum_of_squares(g + begin, end - begin, unscale);
-      sum += acc;
-    }
-  }
-  return std::sqrt(sum);
+std::vector<TensorSpan> spans_of(const ParamTable& table) {
+  std::vector<TensorSpan> spans;
+  spans.reserve(table.specs().size());
+  for (const auto& s : table.specs()) spans.push_back({s.offset, s.numel});
+  return spans;
+}
+
+}  // namespace
+
+double grad_global_norm(Backend& backend, const ParamTable& table, const float* grads,
+                        float unscale) {
+  return std::sqrt(backend.sum_of_squares(grads, spans_of(table), unscale));
 }
 
 float clip_coefficient(double norm, double max_norm) {
@@ -35,21 +30,11 @@ float clip_coefficient(double norm, double max_norm) {
   return coef < 1.0 ? static_cast<float>(coef) : 1.0f;
 }
 
-double clip_grad_norm(const ParamTable& table, float* grads, double max_norm) {
-  const double norm = grad_global_norm(table, grads);
+double clip_grad_norm(Backend& backend, const ParamTable& table, float* grads, double max_norm) {
+  const double norm = grad_global_norm(backend, table, grads);
   if (max_norm <= 0.0 || !std::isfinite(norm)) return norm;
   if (max_norm / (norm + 1e-6) >= 1.0) return norm;
-  const float scale = clip_coefficient(norm, max_norm);
-  const auto& specs = table.specs();
-  const int n_specs = static_cast<int>(specs.size());
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    for (int s = 0; s < n_specs; ++s) {
-      const auto [begin, end] = optim_loops::thread_slice(specs[s].numel, nt, tid);
-      optim_loops::scale(grads + specs[s].offset + begin, end - begin, scale);
-    }
-  }
+  backend.scale_tensors(grads, spans_of(table), clip_coefficient(norm, max_norm));
   return norm;
 }
 

@@ -1,14 +1,12 @@
-// GradScaler (see grad_scaler.h): unscale-and-check in one pass, PyTorch's update rule, and its
+// GradScaler (see grad_scaler.h): unscale-and-check in one pass of the backend, PyTorch's update rule, and its
 // checkpointed state.
 #include "optim/grad_scaler.h"
-
-#include <omp.h>
 
 #include <cmath>
 
 #include "core/check.h"
 #include "core/json_util.h"
-#include "optim/elementwise.h"
+#include "kernels/backend.h"
 
 namespace nanogpt {
 
@@ -16,18 +14,10 @@ GradScaler::GradScaler(bool enabled, GradScalerConfig config) : enabled_(enabled
   state_.scale = config.init_scale;
 }
 
-bool GradScaler::unscale(std::span<float> grads) const {
+bool GradScaler::unscale(Backend& backend, std::span<float> grads) const {
   // The reciprocal in float as PyTorch does (exact for the power-of-two scales used here).
-  const float inv = inv_scale();
-  const int64_t n = static_cast<int64_t>(grads.size());
-  int bad = 0;
-#pragma omp parallel reduction(| : bad)
-  {
-    const auto [begin, end] =
-        optim_loops::thread_slice(n, omp_get_num_threads(), omp_get_thread_num());
-    bad |= !optim_loops::scale_and_check_finite(grads.data() + begin, end - begin, inv);
-  }
-  return bad == 0;
+  return backend.scale_and_check_finite(grads.data(), static_cast<int64_t>(grads.size()),
+                                        inv_scale());
 }
 
 void GradScaler::update(bool found_inf) {

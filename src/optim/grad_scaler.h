@@ -13,6 +13,8 @@
 
 namespace nanogpt {
 
+class Backend;  // kernels/backend.h
+
 struct GradScalerConfig {
   double init_scale = 65536.0;  // 2^16, PyTorch's default
   double growth_factor = 2.0;
@@ -40,7 +42,8 @@ class GradScaler {
 
   // grads *= 1 / scale (in place, float32, one parallel pass); returns true when every gradient is
   // finite afterwards (PyTorch's found_inf == 0). Disabled: no scaling, only the check.
-  bool unscale(std::span<float> grads) const;
+  // Computed by `backend`, which holds grads.
+  bool unscale(Backend& backend, std::span<float> grads) const;
   // After unscale: found_inf -> scale *= backoff_factor, growth tracker 0, one more skipped step
   // (the caller must not step the optimizer); else growth tracker + 1 and, when it reaches
   // growth_interval, scale *= growth_factor and tracker 0. No-op when disabled.

@@ -9,15 +9,12 @@
 #include <utility>
 
 #include "core/check.h"
-#include "core/parallel_for.h"
-#include "optim/muon_loops.h"
+#include "kernels/cpu_backend.h"
 
 namespace nanogpt {
 
 namespace {
 
-// Element passes over fewer elements run on one thread (a parallel region costs more than them).
-constexpr int64_t kParallelMin = 1 << 15;
 
 // Products of at most this many multiply-adds: newton_schulz_on_one_thread.
 constexpr int64_t kOneThreadMaxMacs = int64_t{1} << 24;
@@ -43,21 +40,6 @@ std::pair<int64_t, int64_t> largest_matrix(const ParamTable& table, bool small_o
 
 int64_t aligned_bytes(int64_t n, int64_t element_bytes) {
   return n == 0 ? 0 : (n * element_bytes + 63) / 64 * 64;  // Buffer's allocation
-}
-
-// buf (n) = mu * buf + g; d (n) = g + mu * buf (Nesterov) or buf. Both step paths call this, so
-// the sharded step computes the same floats.
-void momentum_pass(float* buf, float* d, const float* g, int64_t n, float mu, bool nesterov) {
-  parallel_ranges(n, n >= kParallelMin, [&](int64_t j0, int64_t j1) {
-    muon_loops::momentum(buf + j0, d + j0, g + j0, j1 - j0, mu, nesterov);
-  });
-}
-
-// p (n) = p * keep - step * o.
-void update_pass(float* p, const float* o, int64_t n, float keep, float step) {
-  parallel_ranges(n, n >= kParallelMin, [&](int64_t j0, int64_t j1) {
-    muon_loops::update(p + j0, o + j0, j1 - j0, keep, step);
-  });
 }
 
 // lr * sqrt(max(1, rows / cols)): the published shape factor.
@@ -104,12 +86,14 @@ double muon_flops_per_step(const ParamTable& table, int64_t ns_steps) {
 
 Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tracker,
            const OptimizerRuntime& runtime)
-    : table_(table),
+    : Optimizer(runtime.backend),
+      table_(table),
       config_(config),
       sharing_(runtime.sharing),
       shard_(runtime.shard),
       adamw_(shard_.enabled() ? table.slice(shard_.begin, shard_.end) : table, config.beta1,
-             config.beta2, config.weight_decay, 1e-8, tracker, /*skip_hidden_matrices=*/true) {
+             config.beta2, config.weight_decay, 1e-8, tracker, /*skip_hidden_matrices=*/true,
+             &backend()) {
   CHECK(sharing_.world >= 1 && sharing_.rank >= 0 && sharing_.rank < sharing_.world,
         "Muon: rank {} of {} ranks is not a valid rank", sharing_.rank, sharing_.world);
   adamw_.set_lr_factors(config);
@@ -123,12 +107,9 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
           "Muon: a ZeRO-1 shard needs an all-gather and {} shard sizes, got {}", sharing_.world,
           shard_.counts.size());
   }
-  CpuBackend* ctx = runtime.kernels;
-  if (!ctx) {
-    owned_ctx_ = std::make_unique<CpuBackend>();
-    ctx = owned_ctx_.get();
-  }
-  const int threads = resolve_threads(runtime.threads);
+  // Small matrices one a thread, each on a CpuBackend of its own, where the backend is the host's;
+  // a device's backend takes every matrix in turn.
+  const int threads = backend().host_addressable() ? resolve_threads(runtime.threads) : 1;
   for (size_t i = 0; i < matrices_.size(); ++i) {
     const bool small =
         threads > 1 && newton_schulz_on_one_thread(matrices_[i]->shape[0], matrices_[i]->shape[1]);
@@ -144,15 +125,16 @@ Muon::Muon(const ParamTable& table, const OptimConfig& config, MemoryTracker* tr
   for (size_t i : large_) {
     if (owner(i) == sharing_.rank) large_owned_.push_back(i);
   }
-  auto make_worker = [&](Worker& w, CpuBackend& c, int64_t numel, int64_t small,
+  auto make_worker = [&](Worker& w, Backend& b, int64_t numel, int64_t small,
                          int64_t direction) {
+    w.backend = &b;
     w.newton_schulz =
-        std::make_unique<NewtonSchulz>(c, runtime.matmul_dtype, numel, small, tracker);
-    w.direction = Buffer<float>(static_cast<size_t>(direction), tracker);
-    w.ortho = Buffer<float>(static_cast<size_t>(numel), tracker);
+        std::make_unique<NewtonSchulz>(b, runtime.matmul_dtype, numel, small, tracker);
+    w.direction = Buffer<float>(static_cast<size_t>(direction), tracker, &b);
+    w.ortho = Buffer<float>(static_cast<size_t>(numel), tracker, &b);
   };
   const auto [max_numel, max_small] = largest_matrix(table_);
-  make_worker(whole_, *ctx, max_numel, max_small,
+  make_worker(whole_, backend(), max_numel, max_small,
               shard_.enabled() ? table_.total_numel() : max_numel);
   if (!small_.empty()) {
     const auto [numel1, small1] = largest_matrix(table_, /*small_only=*/true);
@@ -215,12 +197,14 @@ void Muon::step_matrix(size_t i, Worker& w, float* params, const float* grads, f
                        float mu, double lr_muon) {
   const ParamSpec& s = *matrices_[i];  // (rows, cols) at s.offset in every arena
   float* d = w.direction.data();
-  momentum_pass(momentum + s.offset, d, grads + s.offset, s.numel, mu, config_.muon_nesterov);
+  w.backend->muon_momentum(momentum + s.offset, d, grads + s.offset, s.numel, mu,
+                           config_.muon_nesterov);
   if (owner(i) != sharing_.rank) return;
   const float keep = static_cast<float>(1.0 - lr_muon * config_.muon_weight_decay);
   w.newton_schulz->orthogonalize(w.ortho.data(), d, s.shape[0], s.shape[1],
                                  static_cast<int>(config_.muon_ns_steps));
-  update_pass(params + s.offset, w.ortho.data(), s.numel, keep, scaled_step(lr_muon, s));
+  w.backend->muon_update(params + s.offset, w.ortho.data(), s.numel, keep,
+                         scaled_step(lr_muon, s));
 }
 
 void Muon::step_whole(float* params, const float* grads, float mu, double lr_muon) {
@@ -249,15 +233,16 @@ void Muon::step_sharded(float* params, const float* grads, float mu, double lr_m
   for (const ParamSpec* s : matrices_) {
     const auto [lo, hi] = overlap(*s);
     if (lo >= hi) continue;
-    momentum_pass(buf + (lo - begin), whole + lo, grads + (lo - begin), hi - lo, mu,
-                  config_.muon_nesterov);
+    backend().muon_momentum(buf + (lo - begin), whole + lo, grads + (lo - begin), hi - lo, mu,
+                            config_.muon_nesterov);
   }
   sharing_.all_gather(whole, shard_.counts);  // every matrix's D, whole, on every rank
   for_each_matrix(small_owned_, large_owned_, [&](size_t i, Worker& w) {
     const ParamSpec& s = *matrices_[i];
     w.newton_schulz->orthogonalize(w.ortho.data(), whole + s.offset, s.shape[0], s.shape[1],
                                    ns_steps);
-    std::copy(w.ortho.data(), w.ortho.data() + s.numel, whole + s.offset);
+    w.backend->copy_bytes(whole + s.offset, w.ortho.data(),
+                          static_cast<size_t>(s.numel) * sizeof(float));
   });
   if (sharing_.world > 1) {
     for (size_t i = 0; i < matrices_.size(); ++i) {
@@ -267,7 +252,8 @@ void Muon::step_sharded(float* params, const float* grads, float mu, double lr_m
   for (const ParamSpec* s : matrices_) {
     const auto [lo, hi] = overlap(*s);
     if (lo >= hi) continue;
-    update_pass(params + (lo - begin), whole + lo, hi - lo, keep, scaled_step(lr_muon, *s));
+    backend().muon_update(params + (lo - begin), whole + lo, hi - lo, keep,
+                          scaled_step(lr_muon, *s));
   }
 }
 

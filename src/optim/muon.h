@@ -77,16 +77,16 @@ class Muon : public Optimizer {
   RankSharing sharing_;
   ArenaShard shard_;
   AdamW adamw_;                               // the other tensors; owns the state arenas
-  std::unique_ptr<CpuBackend> owned_ctx_;  // when the runtime gave none
   std::vector<const ParamSpec*> matrices_;    // the hidden matrices, table order
   // Indices into matrices_: those one thread takes whole (largest first: the threads take them
   // in turn) and the others; *_owned_: of those, the ones this rank orthogonalizes.
   std::vector<size_t> small_, large_, small_owned_, large_owned_;
-  // What a thread needs to take a matrix alone: Newton-Schulz and its workspaces on a kernel
-  // context of its own (the matmul ops' scratch lives in the context) or the shared one, and
-  // buffers for D and O.
+  // What a thread needs to take a matrix alone: Newton-Schulz and its workspaces on a CpuBackend
+  // of its own (the matmul ops' scratch lives in it) or, for the whole-table worker, on the
+  // optimizer's backend, and buffers for D and O in that backend's memory.
   struct Worker {
-    std::unique_ptr<CpuBackend> own_ctx;
+    std::unique_ptr<CpuBackend> own_ctx;  // the small matrices' threads (host backends only)
+    Backend* backend = nullptr;           // own_ctx, or the optimizer's backend
     std::unique_ptr<NewtonSchulz> newton_schulz;
     Buffer<float> direction;  // (its largest matrix) D; the whole-table worker's with a shard:
                               // (total_numel) D, then O, of every matrix at its arena offset

@@ -1,4 +1,4 @@
-// Newton-Schulz orthogonalization: the double reference and the version on the kernel ops.
+// Newton-Schulz orthogonalization: the double reference and the version on a Backend.
 #include "optim/newton_schulz.h"
 
 #include <algorithm>
@@ -6,17 +6,12 @@
 #include <vector>
 
 #include "core/check.h"
-#include "core/parallel_for.h"
-#include "kernels/ops_lowp.h"
-#include "optim/muon_loops.h"
 
 namespace nanogpt {
 
 namespace {
 
 constexpr double kNormEps = 1e-7;  // X = M / (||M||_F + eps), as published
-// Element passes over fewer elements run on one thread (a parallel region costs more than them).
-constexpr int64_t kParallelMin = 1 << 15;
 
 }  // namespace
 
@@ -67,28 +62,28 @@ double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps) {
   return static_cast<double>(steps) * (4 * r * r * c + 2 * r * r * r);
 }
 
-NewtonSchulz::NewtonSchulz(CpuBackend& ctx, DType dtype, int64_t max_numel, int64_t max_small,
+NewtonSchulz::NewtonSchulz(Backend& backend, DType dtype, int64_t max_numel, int64_t max_small,
                            MemoryTracker* tracker)
-    : ctx_(ctx),
+    : backend_(backend),
       dtype_(dtype == DType::kBF16 ? DType::kBF16 : DType::kF32),
       max_numel_(max_numel),
       max_small_(max_small),
-      x_(static_cast<size_t>(max_numel), tracker),
-      bx_(static_cast<size_t>(max_numel), tracker),
-      a_(static_cast<size_t>(max_small * max_small), tracker),
-      aa_(static_cast<size_t>(max_small * max_small), tracker),
-      b_(static_cast<size_t>(max_small * max_small), tracker) {
+      x_(static_cast<size_t>(max_numel), tracker, &backend),
+      bx_(static_cast<size_t>(max_numel), tracker, &backend),
+      a_(static_cast<size_t>(max_small * max_small), tracker, &backend),
+      aa_(static_cast<size_t>(max_small * max_small), tracker, &backend),
+      b_(static_cast<size_t>(max_small * max_small), tracker, &backend) {
   if (dtype_ == DType::kBF16) {
-    x_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_numel), tracker);
-    a_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_small * max_small), tracker);
-    b_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_small * max_small), tracker);
+    x_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_numel), tracker, &backend);
+    a_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_small * max_small), tracker, &backend);
+    b_lowp_ = Buffer<uint16_t>(static_cast<size_t>(max_small * max_small), tracker, &backend);
   }
 }
 
 ConstTypedPtr NewtonSchulz::matmul_input(Buffer<uint16_t>& dst, const float* src, int64_t n) {
   if (dtype_ == DType::kF32) return src;
   TypedPtr lowp(dst.data(), dtype_);
-  cpu::convert(lowp, src, n);
+  backend_.convert(lowp, src, n);
   return lowp;
 }
 
@@ -100,23 +95,16 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
         rows, cols, max_numel_, max_small_);
   const bool tr = rows > cols;
   const int64_t r = tr ? cols : rows, c = tr ? rows : cols, n = r * c;
-  // Called inside Muon's per-matrix region (small matrices, one per thread) or outside it (large
-  // ones): element passes open regions only outside (core/parallel_for.h). The norm is summed on
-  // the calling thread, one code path: a matrix gets the same floats whichever way it runs (an
-  // OpenMP reduction's order differs between its parallel and serial forms: on ARM64 with SVE the
-  // spread-over-threads values then differed from the one-thread ones).
-  const bool par = n >= kParallelMin;
-  double sum_sq = 0;
-#pragma omp simd reduction(+ : sum_sq)
-  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(m[i]) * m[i];
-  const float inv = static_cast<float>(1.0 / (std::sqrt(sum_sq) + kNormEps));
+  // On the CPU, called inside Muon's per-matrix region (small matrices, one per thread) or outside
+  // it (large ones): the backend's element passes open regions only outside, and its norm is
+  // summed on the calling thread, so a matrix gets the same floats whichever way it runs.
+  const float inv =
+      static_cast<float>(1.0 / (std::sqrt(backend_.frobenius_sum_sq(m, n)) + kNormEps));
   // x: M / norm as M lies, (rows, cols). The iteration is on X (r, c) = M / norm, or its
   // transpose when rows > cols; a tall M is kept as it is (X^T, (c, r)) and its products take
   // the transposed forms below, so that no transpose is copied.
   float* x = x_.data();
-  parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
-    muon_loops::scale_into(x + i0, m + i0, i1 - i0, inv);
-  });
+  backend_.scale_into(x, m, n, inv);
   const auto k = kMuonQuintic;
   const float ka = static_cast<float>(k.a), kb = static_cast<float>(k.b),
               kc = static_cast<float>(k.c);
@@ -126,28 +114,26 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
     const ConstTypedPtr xl = matmul_input(x_lowp_, x, n);
     if (tr) {
       // A (r, r) = X X^T = x^T x: the weight-gradient form (dweight += dout^T inp), from zero.
-      std::fill(a, a + r * r, 0.0f);
-      cpu::matmul_backward(ctx_, TypedPtr(), a, nullptr, xl, xl, xl, ci, ri, ri);
+      backend_.fill_zero(TypedPtr(a), r * r);
+      backend_.matmul_backward(TypedPtr(), a, nullptr, xl, xl, xl, ci, ri, ri);
     } else {
-      cpu::matmul_forward(ctx_, a, xl, xl, nullptr, r, ci, ri);  // A (r, r) = X X^T
+      backend_.matmul_forward(a, xl, xl, nullptr, r, ci, ri);  // A (r, r) = X X^T
     }
     const ConstTypedPtr al = matmul_input(a_lowp_, a, r * r);
     // A A (r, r) = A A^T: A is symmetric (up to the rounding of its two triangles).
-    cpu::matmul_forward(ctx_, aa, al, al, nullptr, r, ri, ri);
-    muon_loops::combine(b, a, aa, r * r, kb, kc);  // B = b A + c A A
+    backend_.matmul_forward(aa, al, al, nullptr, r, ri, ri);
+    backend_.combine(b, a, aa, r * r, kb, kc);  // B = b A + c A A
     const ConstTypedPtr bl = matmul_input(b_lowp_, b, r * r);
     if (tr) {
       // (B X)^T (c, r) = x B^T: the forward form, inp x (c, r), weight B (r, r).
-      cpu::matmul_forward(ctx_, bx, xl, bl, nullptr, c, ri, ri);
+      backend_.matmul_forward(bx, xl, bl, nullptr, c, ri, ri);
     } else {
       // B X (r, c) = dout (r, r) . weight (r, c): the input-gradient form of the matmul op.
-      cpu::matmul_backward_overwrite(ctx_, bx, nullptr, nullptr, bl, xl, xl, r, ci, ri);
+      backend_.matmul_backward_overwrite(bx, nullptr, nullptr, bl, xl, xl, r, ci, ri);
     }
-    parallel_ranges(n, par, [&](int64_t i0, int64_t i1) {
-      muon_loops::scale_add(x + i0, bx + i0, i1 - i0, ka);
-    });
+    backend_.scale_add(x, bx, n, ka);
   }
-  std::copy(x, x + n, out);  // (rows, cols) either way
+  backend_.copy_bytes(out, x, static_cast<size_t>(n) * sizeof(float));  // (rows, cols) either way
 }
 
 }  // namespace nanogpt

@@ -1,6 +1,6 @@
 // Newton-Schulz orthogonalization, the core of Muon (Keller Jordan's published quintic): an
 // approximation of U V^T for M = U S V^T, computed with matmuls only. The fast version runs its
-// matmuls through the kernel ops (float32, or bfloat16 inputs with float32 results as the model's
+// matmuls and element passes through a Backend (on its memory) (float32, or bfloat16 inputs with float32 results as the model's
 // 16-bit matmuls); a plain double-precision loop version is the reference the tests compare to.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "core/buffer.h"
 #include "core/memory.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/backend.h"
 #include "kernels/dtype.h"
 
 namespace nanogpt {
@@ -34,8 +34,9 @@ double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps);
 class NewtonSchulz {
  public:
   // dtype kBF16: the matmul inputs are rounded to bfloat16 (results, and everything between the
-  // matmuls, stay float32); any other dtype: float32 throughout. ctx must outlive this object.
-  NewtonSchulz(CpuBackend& ctx, DType dtype, int64_t max_numel, int64_t max_small,
+  // matmuls, stay float32); any other dtype: float32 throughout. The workspaces are in
+  // backend's memory, as out and m must be; backend must outlive this object.
+  NewtonSchulz(Backend& backend, DType dtype, int64_t max_numel, int64_t max_small,
                MemoryTracker* tracker = nullptr);
 
   // out (rows, cols) = newton_schulz_reference's result for m (rows, cols), in float32 (out and m
@@ -48,7 +49,7 @@ class NewtonSchulz {
   // The bfloat16 copy of src (n floats) in dst, or src itself in float32.
   ConstTypedPtr matmul_input(Buffer<uint16_t>& dst, const float* src, int64_t n);
 
-  CpuBackend& ctx_;
+  Backend& backend_;
   DType dtype_;
   int64_t max_numel_, max_small_;
   Buffer<float> x_;           // (r, c) the iterate, r = min(rows, cols), c = max(rows, cols)

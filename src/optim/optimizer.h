@@ -15,7 +15,24 @@
 
 namespace nanogpt {
 
+class Backend;
 class CpuBackend;
+
+// The backend an optimizer computes through and keeps its state in: the one it was given, or, given
+// none, a CpuBackend of its own (the host).
+class OptimizerBackend {
+ public:
+  explicit OptimizerBackend(Backend* given);
+  ~OptimizerBackend();
+  OptimizerBackend(OptimizerBackend&&) noexcept;
+  OptimizerBackend(const OptimizerBackend&) = delete;
+  OptimizerBackend& operator=(const OptimizerBackend&) = delete;
+  Backend& get() const { return *backend_; }
+
+ private:
+  std::unique_ptr<CpuBackend> owned_;
+  Backend* backend_;
+};
 
 // A view of one state arena: table.total_numel() floats, tensor k at specs()[k].offset.
 struct OptimizerStateTensor {
@@ -37,6 +54,8 @@ struct FusedStepExtras {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
+  // The backend it computes through and keeps its state in.
+  Backend& backend() const { return backend_.get(); }
   // One update of every tensor of the table. params, grads: arenas of table.total_numel() floats.
   virtual void step(float* params, const float* grads, double lr) = 0;
   // The same update on the gradients as `extras` transforms them, then the 16-bit copy and the
@@ -56,7 +75,11 @@ class Optimizer {
   void set_steps(int64_t steps) { steps_ = steps; }
 
  protected:
+  explicit Optimizer(Backend* backend) : backend_(backend) {}
   int64_t steps_ = 0;
+
+ private:
+  OptimizerBackend backend_;
 };
 
 // How data-parallel ranks share work that every rank would otherwise repeat (Muon's
@@ -79,13 +102,14 @@ struct ArenaShard {
   bool enabled() const { return end >= 0; }
 };
 
-// What an optimizer may take from the run besides its config and table. Muon's Newton-Schulz
-// matmuls go through the kernel ops, which need the run's CpuBackend (its oneDNN engine and
-// primitive cache), in the run's 16-bit matmul dtype; passing them at construction keeps
+// What an optimizer may take from the run besides its config and table. Every optimizer computes
+// through the run's Backend (kernels/optimizer_ops.h), which also holds its state (the device's
+// memory: params and grads given to step() are in it too); Muon's Newton-Schulz matmuls go through
+// the backend's matmuls, in the run's 16-bit matmul dtype. Passing them at construction keeps
 // Optimizer::step's signature (and AdamW's, SGD's, Zero1's calls) as it is. All optional: without
-// a context Muon makes its own, float32, one rank.
+// a backend the optimizer makes a CpuBackend of its own; float32; one rank.
 struct OptimizerRuntime {
-  CpuBackend* kernels = nullptr;  // outlives the optimizer; null: Muon owns one
+  Backend* backend = nullptr;     // outlives the optimizer; null: the optimizer owns a CpuBackend
   DType matmul_dtype = DType::kF32;  // kBF16: Newton-Schulz in bfloat16 (bfloat16 runs)
   RankSharing sharing;               // data parallelism: ranks split the matrices
   ArenaShard shard;                  // ZeRO-1: this rank's shard of the arena

@@ -4,15 +4,19 @@
 // 0).
 #pragma once
 
+#include <vector>
+
 #include "core/buffer.h"
+#include "kernels/optimizer_ops.h"
 #include "optim/optimizer.h"
 
 namespace nanogpt {
 
 class Sgd : public Optimizer {
  public:
+  // backend: where it computes and keeps its buffer (null: a CpuBackend of its own).
   Sgd(const ParamTable& table, double momentum, double weight_decay,
-      MemoryTracker* tracker = nullptr);
+      MemoryTracker* tracker = nullptr, Backend* backend = nullptr);
 
   void step(float* params, const float* grads, double lr) override;
   std::string name() const override { return "sgd"; }
@@ -23,7 +27,8 @@ class Sgd : public Optimizer {
  private:
   ParamTable table_;
   double momentum_, weight_decay_;
-  Buffer<float> buf_;  // (total_numel) momentum buffer; empty when momentum == 0
+  std::vector<SgdTensorStep> steps_of_;  // each tensor's span and weight decay
+  Buffer<float> buf_;  // (total_numel) momentum buffer in the backend; empty when momentum == 0
 };
 
 }  // namespace nanogpt

@@ -26,7 +26,7 @@ void fill_windows(const TokenSpan& file, int64_t first, int rows, int t,
 
 }  // namespace
 
-FullEvalResult full_split_loss(GPT& model, CpuBackend& ctx, const std::vector<TokenSpan>& files,
+FullEvalResult full_split_loss(GPT& model, Backend& ctx, const std::vector<TokenSpan>& files,
                                int block_size, int batch_size, Communicator& comm) {
   CHECK(block_size >= 1 && batch_size >= 1,
         "full_split_loss: block_size {} and batch_size {} must be >= 1", block_size, batch_size);

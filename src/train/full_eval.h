@@ -30,7 +30,7 @@ struct FullEvalResult {
 // batch_size at a time (the last batch smaller); each short tail window alone. Batch b (counted
 // over all files in order, tails included) is computed by rank b % comm.size(); the ranks
 // all-reduce the sum of loss x targets and the count. Every rank must call it (a collective).
-FullEvalResult full_split_loss(GPT& model, CpuBackend& ctx, const std::vector<TokenSpan>& files,
+FullEvalResult full_split_loss(GPT& model, Backend& ctx, const std::vector<TokenSpan>& files,
                                int block_size, int batch_size, Communicator& comm);
 
 }  // namespace nanogpt

@@ -7,16 +7,17 @@
 
 namespace nanogpt {
 
-double OptimizerStep::measure(GPT& model, const GradScaler& scaler, double max_norm) {
+double OptimizerStep::measure(Backend& backend, GPT& model, const GradScaler& scaler,
+                              double max_norm) {
   unscale_ = scaler.inv_scale();
   if (fused_) {
-    const double norm = grad_global_norm(model.table(), model.grads().data(), unscale_);
+    const double norm = grad_global_norm(backend, model.table(), model.grads().data(), unscale_);
     clip_ = clip_coefficient(norm, max_norm);
     return norm;
   }
   unscale_pass_ = scaler.enabled();
-  if (unscale_pass_) scaler.unscale(model.grads());
-  const double norm = clip_grad_norm(model.table(), model.grads().data(), max_norm);
+  if (unscale_pass_) scaler.unscale(backend, model.grads());
+  const double norm = clip_grad_norm(backend, model.table(), model.grads().data(), max_norm);
   clip_pass_ = max_norm > 0 && std::isfinite(norm) && max_norm / (norm + 1e-6) < 1.0;
   return norm;
 }

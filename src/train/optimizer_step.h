@@ -21,7 +21,7 @@ class OptimizerStep {
 
   // The global norm of the unscaled gradients, before clipping to max_norm (<= 0: no clipping).
   // fused=False: leaves the gradients unscaled and clipped in place, as today's passes do.
-  double measure(GPT& model, const GradScaler& scaler, double max_norm);
+  double measure(Backend& backend, GPT& model, const GradScaler& scaler, double max_norm);
   // The update at `lr` with measure()'s unscaled, clipped gradients. Leaves the gradients zeroed.
   void apply(GPT& model, Optimizer& optimizer, double lr);
   // Bytes the last measure() + apply() moved over memory (for --profile's optimizer row), counting

@@ -40,6 +40,7 @@
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/full_eval.h"
+#include "train/host_staging.h"
 #include "train/metrics.h"
 #include "train/model_source.h"
 #include "train/nanogpt_run.h"
@@ -112,6 +113,7 @@ class TrainingRun {
   TrainingRun(TrainConfig config, const TrainOptions& options)
       : config_(std::move(config)), options_(options) {
     comm_ = options_.comm ? options_.comm : &single_process_;
+    backend_ = options_.device ? options_.device : &ctx_;
     if (comm_->rank() != 0) options_.quiet = true;  // rank 0 alone logs
   }
 
@@ -188,6 +190,18 @@ class TrainingRun {
       config_.model.take_dropout_from(configured);
       loaded_params = std::move(src.params);
     }
+    if (!backend_->host_addressable()) {
+      CHECK(comm_->size() == 1 && config_.zero_stage == 0,
+            "device '{}': data parallelism and zero_stage=1 do not run on a device backend yet "
+            "(its gradients live in device memory; the NCCL communicator is not wired in): run "
+            "one process with zero_stage=0 there, or train on the CPU",
+            backend_->memory_name());
+      CHECK(!is_torch_checkpoint_file(from),
+            "device '{}': --init_from={} (nanoGPT's ckpt.pt) is not read onto a device backend "
+            "yet: start it on the CPU (--device=cpu) for one step and resume from its "
+            "checkpoint here",
+            backend_->memory_name(), from);
+    }
     // The dataset's vocab size (meta.json), 0 if it does not say.
     const std::string meta_path = (fs::path(data_dir_) / "meta.json").string();
     const int data_vocab = dataset_meta_.is_object() && dataset_meta_.contains("vocab_size")
@@ -211,7 +225,8 @@ class TrainingRun {
     const bool shard_masters = config_.zero_stage == 1 && dtype_ != DType::kF32;
     model_ =
         std::make_unique<GPT>(config_.model, &tracker_,
-                              shard_masters ? MasterWeights::kOutside : MasterWeights::kInModel);
+                              shard_masters ? MasterWeights::kOutside : MasterWeights::kInModel,
+                              backend_->host_addressable() ? nullptr : backend_);
     model_->set_kernel_choices({.naive_attention = config_.attention == "naive",
                                 .fused = config_.fused,
                                 .checkpoint_blocks = config_.activation_checkpointing,
@@ -221,10 +236,11 @@ class TrainingRun {
     scaler_ = GradScaler(/*enabled=*/dtype_ == DType::kF16);
     optimizer_step_ = OptimizerStep(config_.fused);
     if (config_.profile) model_->set_profile(&profile_);
-    // Muon's Newton-Schulz matmuls run on this run's kernels, in bfloat16 in a bfloat16 run;
+    // The optimizers compute on this run's backend (Muon's Newton-Schulz matmuls in bfloat16 in
+    // a bfloat16 run);
     // data-parallel ranks split its orthogonalizations (every rank steps the same gradients).
     OptimizerRuntime runtime;
-    runtime.kernels = &ctx_;
+    runtime.backend = backend_;
     runtime.matmul_dtype = dtype_;
     if (config_.zero_stage == 1) {  // optimizer state sharded across ranks
       zero_ = std::make_unique<Zero1>(*comm_, config_.optim, model_->table(), &tracker_,
@@ -240,7 +256,7 @@ class TrainingRun {
       owned_optimizer_ = make_optimizer(config_.optim, model_->table(), &tracker_, runtime);
       optimizer_ = owned_optimizer_.get();
     }
-    ema_ = WeightEma(config_.ema_decay, config_.ema_from, model_->table().total_numel(), &tracker_);
+    ema_ = WeightEma(*backend_, config_.ema_decay, config_.ema_from, model_->table().total_numel(), &tracker_);
     if (from == "scratch" && shard_masters) {
       zero_->init_masters(model_->table(), static_cast<uint64_t>(config_.seed));
     } else if (from == "scratch") {
@@ -248,7 +264,12 @@ class TrainingRun {
     } else if (from != "resume" && shard_masters) {
       zero_->set_masters_from_whole(loaded_params.data());
     } else if (from != "resume") {
-      std::copy(loaded_params.begin(), loaded_params.end(), model_->params().begin());
+      if (backend_->host_addressable()) {
+        std::copy(loaded_params.begin(), loaded_params.end(), model_->params().begin());
+      } else {
+        backend_->upload(model_->params().data(), loaded_params.data(),
+                         loaded_params.size() * sizeof(float));
+      }
     }
 
     // Loaders: training stream, and evaluation streams reset before every eval.
@@ -410,6 +431,8 @@ class TrainingRun {
     plan.ways.attention_bf16 = static_cast<AttentionBf16Way>(ways[0]);
     plan.ways.small_products_f32 = static_cast<SmallProductsWay>(ways[1]);
     ctx_.set_ways(plan.ways);
+    // A CPU backend of the caller's (the off-host one of the tests) runs the same ways.
+    if (auto* cpu = dynamic_cast<CpuBackend*>(backend_)) cpu->set_ways(plan.ways);
     return plan;
   }
 
@@ -435,17 +458,25 @@ class TrainingRun {
   void restore() {
     // ZeRO-1: each rank reads only its shard of the optimizer state (and, with sharded masters,
     // of the master weights) from the checkpoint, so resuming holds no more than the run does.
+    HostStaging staging(*backend_);  // off the host: read into host copies, then uploaded
     std::vector<StateArena> arenas;
-    for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+    for (auto& t : optimizer_->state_tensors()) {
+      arenas.push_back({t.name, staging.stage(t.data, t.numel, /*download=*/false)});
+    }
     bool ema_found = false;
-    if (ema_.enabled()) arenas.push_back({"ema", ema_.data(), &ema_found});
+    const int64_t numel = model_->table().total_numel();
+    if (ema_.enabled()) {
+      arenas.push_back({"ema", staging.stage(ema_.data(), numel, /*download=*/false), &ema_found});
+    }
     ArenaRange shard;
     if (zero_) shard = {zero_->shard_begin(), zero_->shard_end()};
     const bool shard_masters = zero_ && zero_->shards_masters();
     LoadedCheckpoint ck =
         load_checkpoint(ckpt_dir_, config_.model, model_->table(),
-                        shard_masters ? zero_->master_shard() : model_->params().data(), arenas,
-                        shard_masters ? shard : ArenaRange{}, shard);
+                        shard_masters ? zero_->master_shard()
+                                      : staging.stage(model_->params().data(), numel, false),
+                        arenas, shard_masters ? shard : ArenaRange{}, shard);
+    staging.upload_all();
     const TrainingState s = training_state_from_json(ck.state, ck.dir + "/state.json");
     const std::string saved_opt = s.optimizer.empty() ? optimizer_->name() : s.optimizer;
     CHECK(saved_opt == optimizer_->name(),
@@ -498,18 +529,23 @@ class TrainingRun {
   }
 
   void save() {
+    HostStaging staging(*backend_);  // off the host: host copies, downloaded
+    const int64_t numel = model_->table().total_numel();
     std::vector<ConstStateArena> arenas;
     if (zero_) {
       for (auto& [name, whole] : gathered_state_) arenas.push_back({name, whole.data()});
     } else {
-      for (auto& t : optimizer_->state_tensors()) arenas.push_back({t.name, t.data});
+      for (auto& t : optimizer_->state_tensors()) {
+        arenas.push_back({t.name, staging.stage(t.data, t.numel, /*download=*/true)});
+      }
     }
-    if (ema_.enabled()) arenas.push_back({"ema", ema_.data()});
+    if (ema_.enabled()) arenas.push_back({"ema", staging.stage(ema_.data(), numel, true)});
     std::map<std::string, std::string> meta = {{"optimizer", optimizer_->name()},
                                                {"steps", std::to_string(optimizer_->steps())}};
     Timer t;
-    const float* params =
-        gathered_params_.empty() ? model_->params().data() : gathered_params_.data();
+    const float* params = gathered_params_.empty()
+                              ? staging.stage(model_->params().data(), numel, /*download=*/true)
+                              : gathered_params_.data();
     try {
       save_checkpoint(ckpt_dir_, config_.model, model_->table(), params, arenas, meta,
                       training_state());
@@ -548,7 +584,7 @@ class TrainingRun {
       double sum = 0;
       for (int64_t k = 0; k < config_.eval_iters; ++k) {
         loader.next_batch(batch.inputs.data(), batch.targets.data());
-        sum += model_->forward(ctx_, batch.inputs.data(), batch.targets.data(),
+        sum += model_->forward(*backend_, batch.inputs.data(), batch.targets.data(),
                                static_cast<int>(config_.batch_size), config_.model.block_size,
                                /*training=*/false);
       }
@@ -592,7 +628,7 @@ class TrainingRun {
     }
     const FullEvalResult full = [&] {
       const EvaluateOnAverage on_average(ema_, [&] { return model_->params(); });  // (ema_decay)
-      return full_split_loss(*model_, ctx_, files, config_.model.block_size,
+      return full_split_loss(*model_, *backend_, files, config_.model.block_size,
                              static_cast<int>(config_.batch_size), *comm_);
     }();
     if (config_.profile) model_->set_profile(&profile_);
@@ -736,11 +772,11 @@ class TrainingRun {
           if (config_.profile) profile_.add(OpClass::kData, data_timer.seconds(), 0, 0);
         }
         loss_sum += model_->forward(
-            ctx_, batch.inputs.data(), batch.targets.data(), Bc, Tc,
+            *backend_, batch.inputs.data(), batch.targets.data(), Bc, Tc,
             /*training=*/true, dropout_seed_for(config_.seed, iter_num_, dp_->global_micro(micro)),
             /*grad_scale=*/scaler_.scale() / static_cast<float>(accum));
         dp_->before_backward(*model_, micro + 1 == local_accum);
-        model_->backward(ctx_);
+        model_->backward(*backend_);
       }
       double comm_s = dp_->finish_step(*model_, &loss_sum);
       Timer optimizer_timer;
@@ -752,10 +788,10 @@ class TrainingRun {
       // zeroing (fused=True: in two passes over memory, optimizer_step.h).
       double norm;
       if (zero_) {
-        if (scaler_.enabled()) scaler_.unscale(model_->grads());
+        if (scaler_.enabled()) scaler_.unscale(*backend_, model_->grads());
         norm = zero_->reduce_gradients(model_->grads().data(), &comm_s);
       } else {
-        norm = optimizer_step_.measure(*model_, scaler_, config_.optim.grad_clip);
+        norm = optimizer_step_.measure(*backend_, *model_, scaler_, config_.optim.grad_clip);
       }
       const bool skipped = scaler_.enabled() && !std::isfinite(norm) && std::isfinite(loss_sum);
       bool grads_zeroed = false;
@@ -852,7 +888,8 @@ class TrainingRun {
   std::unique_ptr<DataParallel> dp_;
   TrainResult result_;
   MemoryTracker tracker_;
-  CpuBackend ctx_;
+  CpuBackend ctx_;     // the CPU's: plans the kernel ways; the backend unless the caller gives one
+  Backend* backend_ = nullptr;  // what the run computes on (options_.device or &ctx_)
   int threads_ = 1;
   // The resumed checkpoint's kernel_ways: attention_bf16, small_products_f32.
   std::optional<std::string> saved_attention_way_, saved_products_way_;

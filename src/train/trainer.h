@@ -13,6 +13,8 @@
 
 namespace nanogpt {
 
+class Backend;  // kernels/backend.h
+
 struct TrainResult {
   int64_t iter_num = 0;   // iteration reached (== max_iters after a full run)
   int64_t steps_run = 0;  // optimizer steps taken in this process
@@ -41,6 +43,11 @@ struct TrainOptions {
   std::set<std::string> explicit_keys;
   // The ranks of a data-parallel run (mpirun); null: a single process.
   Communicator* comm = nullptr;
+  // The backend to train on: the model, the optimizer state and the weight average live in its
+  // memory and every op runs on it (kernels/backend.h). Null: the CPU (the run's own CpuBackend).
+  // Off the host, checkpoints go through host copies (train/host_staging.h); data parallelism,
+  // ZeRO-1 and starting from nanoGPT's ckpt.pt are refused there for now.
+  Backend* device = nullptr;
 };
 
 // Runs training as configured. Throws nanogpt::Error on bad configuration or files.

@@ -6,29 +6,22 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "core/parallel_for.h"
-#include "optim/elementwise.h"
+#include "kernels/backend.h"
 
 namespace nanogpt {
 
-namespace {
-
-// Passes over fewer elements run on one thread.
-constexpr int64_t kParallelMin = 1 << 15;
-
-}  // namespace
-
-WeightEma::WeightEma(double decay, int64_t from, int64_t numel, MemoryTracker* tracker)
-    : decay_(decay), from_(from) {
+WeightEma::WeightEma(Backend& backend, double decay, int64_t from, int64_t numel,
+                     MemoryTracker* tracker)
+    : backend_(&backend), decay_(decay), from_(from) {
   CHECK(std::isfinite(decay) && decay >= 0 && decay < 1,
         "ema_decay = {}: expected 0 (off) or a decay in (0, 1), e.g. --ema_decay=0.9", decay);
   CHECK(from >= 0, "ema_from = {}: expected an iteration >= 0", from);
-  if (enabled()) avg_ = Buffer<float>(static_cast<size_t>(numel), tracker);
+  if (enabled()) avg_ = Buffer<float>(static_cast<size_t>(numel), tracker, &backend);
 }
 
 void WeightEma::start(const float* weights) {
   if (!enabled()) return;
-  std::copy(weights, weights + avg_.size(), avg_.data());
+  backend_->copy_bytes(avg_.data(), weights, avg_.size() * sizeof(float));
   active_ = true;
 }
 
@@ -38,12 +31,8 @@ void WeightEma::after_step(const float* weights, int64_t iter) {
     start(weights);
     return;
   }
-  float* avg = avg_.data();
-  const auto n = static_cast<int64_t>(avg_.size());
-  const float d = static_cast<float>(decay_);
-  parallel_ranges(n, n >= kParallelMin, [&](int64_t i0, int64_t i1) {
-    optim_loops::lerp_toward(avg + i0, weights + i0, i1 - i0, d);
-  });
+  backend_->lerp_toward(avg_.data(), weights, static_cast<int64_t>(avg_.size()),
+                        static_cast<float>(decay_));
 }
 
 nlohmann::json WeightEma::to_json() const {
@@ -72,7 +61,15 @@ void WeightEma::restore(const nlohmann::json& state, const std::string& where) {
 void WeightEma::swap_with(std::span<float> weights) {
   CHECK(weights.size() == avg_.size(), "WeightEma: {} weights against an average of {}",
         weights.size(), avg_.size());
-  std::swap_ranges(weights.begin(), weights.end(), avg_.data());
+  if (backend_->host_addressable()) {
+    std::swap_ranges(weights.begin(), weights.end(), avg_.data());
+    return;
+  }
+  const size_t bytes = avg_.size() * sizeof(float);
+  if (staging_.size() != avg_.size()) staging_ = Buffer<float>(avg_.size(), nullptr, backend_);
+  backend_->copy_bytes(staging_.data(), weights.data(), bytes);
+  backend_->copy_bytes(weights.data(), avg_.data(), bytes);
+  backend_->copy_bytes(avg_.data(), staging_.data(), bytes);
 }
 
 EvaluateOnAverage::~EvaluateOnAverage() {

@@ -15,11 +15,14 @@
 
 namespace nanogpt {
 
+class Backend;  // kernels/backend.h
+
 class WeightEma {
  public:
   WeightEma() = default;  // off
-  // decay in (0, 1) (0: off, and the rest is ignored); the average of `numel` weights.
-  WeightEma(double decay, int64_t from, int64_t numel, MemoryTracker* tracker);
+  // decay in (0, 1) (0: off, and the rest is ignored); the average of `numel` weights, kept in
+  // and stepped by `backend` (the one holding the weights; it must outlive this object).
+  WeightEma(Backend& backend, double decay, int64_t from, int64_t numel, MemoryTracker* tracker);
 
   bool enabled() const { return decay_ > 0; }
   // Whether the average holds anything yet: the step of iteration from - 1 (or a later one) ran,
@@ -48,10 +51,12 @@ class WeightEma {
   void swap_with(std::span<float> weights);
 
  private:
+  Backend* backend_ = nullptr;
   double decay_ = 0;
   int64_t from_ = 0;
   bool active_ = false;
-  Buffer<float> avg_;
+  Buffer<float> avg_;      // (numel) in the backend's memory
+  Buffer<float> staging_;  // (numel) swap_with's temporary off the host; empty on the host
 };
 
 // Evaluates on the average: swaps it into the weights for the scope's lifetime (nothing when the

@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "kernels/cpu_backend.h"
 #include "model/gpt.h"
+#include "off_host_cpu_backend.h"
 #include "model/kv_cache.h"
 #if NANOGPT_TEST_CUDA
 #include "kernels/cuda/cuda_backend.h"
@@ -25,21 +26,7 @@
 namespace nanogpt {
 namespace {
 
-// The CPU's kernels with memory the model must treat as a device's; counts the transfers.
-class OffHostCpuBackend : public CpuBackend {
- public:
-  const char* memory_name() const override { return "cpu-off-host"; }
-  bool host_addressable() const override { return false; }
-  void upload(void* dst, const void* src, size_t bytes) override {
-    ++uploads;
-    CpuBackend::upload(dst, src, bytes);
-  }
-  void download(void* dst, const void* src, size_t bytes) override {
-    ++downloads;
-    CpuBackend::download(dst, src, bytes);
-  }
-  int uploads = 0, downloads = 0;
-};
+using testing::OffHostCpuBackend;
 
 struct Case {
   std::string name;

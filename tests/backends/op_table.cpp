@@ -433,6 +433,107 @@ void add_qk_rows(std::vector<OpRow>& rows) {
   }
 }
 
+// The optimizer ops (kernels/optimizer_ops.h) over a table of three tensors that leaves gaps in
+// the arena (elements no span names must stay as they were: compared too), one a few elements
+// long, one past a CPU thread's slice and the 2048-element blocks of the fused AdamW pass.
+void add_optimizer_rows(std::vector<OpRow>& rows) {
+  const int64_t n = 6200;
+  const std::vector<TensorSpan> spans = {{0, 37}, {40, 1000}, {1100, 5000}};
+  const std::string shape = "n=6200 spans=37,1000,5000";
+  AdamWConstants k;
+  k.b1 = 0.9f;
+  k.one_minus_b1 = 0.1f;
+  k.b2 = 0.95f;
+  k.one_minus_b2 = 0.05f;
+  k.bc2_sqrt = 0.3f;
+  k.eps = 1e-8f;
+  std::vector<AdamWTensorStep> adam;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    adam.push_back({spans[i], 1e-2f * float(i + 1), i == 1 ? 1.0f : 0.999f});
+  }
+  for (const bool fused : {false, true}) {
+    const GradTransform x{0.5f, 0.75f, true};
+    std::vector<TensorSpec> t = {out("p", n), uni("m", n, -0.1f, 0.1f), uni("v", n, 0.01f, 1.0f),
+                                 fused ? out("g", n) : in("g", n)};
+    t[1].compared = t[2].compared = true;
+    if (fused) t.push_back(out("lowp", n, DType::kBF16));
+    rows.push_back(make_row(
+        "adamw_step", DType::kF32, shape + (fused ? " fused unscale clip zero bf16-copy" : ""), t,
+        f32_tol(1e-5), [=](auto& ops, const RowTensors& r) {
+          ops.adamw_step({r.f("p"), r.f("g"), r.f("m"), r.f("v")}, adam, k, fused ? &x : nullptr,
+                         fused ? r.p("lowp") : TypedPtr());
+          return 0.0;
+        }));
+  }
+  std::vector<SgdTensorStep> sgd;
+  for (size_t i = 0; i < spans.size(); ++i) sgd.push_back({spans[i], i == 1 ? 0.0f : 0.1f});
+  for (const bool momentum : {false, true}) {
+    std::vector<TensorSpec> t = {out("p", n), in("g", n)};
+    if (momentum) t.push_back(out("b", n));
+    rows.push_back(make_row("sgd_step", DType::kF32, shape + (momentum ? " momentum" : ""), t,
+                            f32_tol(), [=](auto& ops, const RowTensors& r) {
+                              ops.sgd_step(r.f("p"), r.f("g"), momentum ? r.f("b") : nullptr, sgd,
+                                           0.05f, 0.9f);
+                              return 0.0;
+                            }));
+  }
+  rows.push_back(make_row("sum_of_squares", DType::kF32, shape + " unscale 1/8", {in("g", n)},
+                          f32_tol(1e-9), [=](auto& ops, const RowTensors& r) {
+                            return ops.sum_of_squares(r.f("g"), spans, 0.125f);
+                          }));
+  rows.push_back(make_row("scale_tensors", DType::kF32, shape, {out("g", n)}, f32_tol(),
+                          [=](auto& ops, const RowTensors& r) {
+                            ops.scale_tensors(r.f("g"), spans, 0.3f);
+                            return 0.0;
+                          }));
+  rows.push_back(make_row("scale_and_check_finite", DType::kF32, "n=6200", {out("g", n)},
+                          f32_tol(), [=](auto& ops, const RowTensors& r) {
+                            return ops.scale_and_check_finite(r.f("g"), n, 0.25f) ? 1.0 : 0.0;
+                          }));
+  // Past the CPU's one-thread limit (2^15 elements) too.
+  for (const int64_t m : {int64_t{777}, int64_t{40000}}) {
+    const std::string s = fmt::format("n={}", m);
+    rows.push_back(make_row("lerp_toward", DType::kF32, s, {out("avg", m), in("x", m)}, f32_tol(),
+                            [=](auto& ops, const RowTensors& r) {
+                              ops.lerp_toward(r.f("avg"), r.f("x"), m, 0.9f);
+                              return 0.0;
+                            }));
+    for (const bool nesterov : {false, true}) {
+      rows.push_back(make_row("muon_momentum", DType::kF32, s + (nesterov ? " nesterov" : ""),
+                              {out("buf", m), out("d", m), in("g", m)}, f32_tol(),
+                              [=](auto& ops, const RowTensors& r) {
+                                ops.muon_momentum(r.f("buf"), r.f("d"), r.f("g"), m, 0.95f,
+                                                  nesterov);
+                                return 0.0;
+                              }));
+    }
+    rows.push_back(make_row("muon_update", DType::kF32, s, {out("p", m), in("o", m)}, f32_tol(),
+                            [=](auto& ops, const RowTensors& r) {
+                              ops.muon_update(r.f("p"), r.f("o"), m, 0.999f, 0.02f);
+                              return 0.0;
+                            }));
+    rows.push_back(make_row("frobenius_sum_sq", DType::kF32, s, {in("m", m)}, f32_tol(1e-9),
+                            [=](auto& ops, const RowTensors& r) {
+                              return ops.frobenius_sum_sq(r.f("m"), m);
+                            }));
+    rows.push_back(make_row("scale_into", DType::kF32, s, {out("x", m), in("m", m)}, f32_tol(),
+                            [=](auto& ops, const RowTensors& r) {
+                              ops.scale_into(r.f("x"), r.f("m"), m, 0.37f);
+                              return 0.0;
+                            }));
+    rows.push_back(make_row("scale_add", DType::kF32, s, {out("x", m), in("y", m)}, f32_tol(),
+                            [=](auto& ops, const RowTensors& r) {
+                              ops.scale_add(r.f("x"), r.f("y"), m, 3.4445f);
+                              return 0.0;
+                            }));
+    rows.push_back(make_row("combine", DType::kF32, s, {out("out", m), in("u", m), in("v", m)},
+                            f32_tol(1e-4), [=](auto& ops, const RowTensors& r) {
+                              ops.combine(r.f("out"), r.f("u"), r.f("v"), m, -4.775f, 2.0315f);
+                              return 0.0;
+                            }));
+  }
+}
+
 }  // namespace
 
 std::vector<OpRow> op_table() {
@@ -444,6 +545,7 @@ std::vector<OpRow> op_table() {
   add_elementwise_rows(rows);
   add_classifier_rows(rows);
   add_qk_rows(rows);
+  add_optimizer_rows(rows);
   return rows;
 }
 

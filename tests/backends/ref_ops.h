@@ -4,6 +4,7 @@
 // reference's ops composed: an overwriting backward is a zero-fill then the accumulating one, the
 // fused residual + LayerNorm is the add then the norm, the naive attention is the flash
 // reference's (its probabilities are not compared, only what the model reads: out and dqkv).
+// The optimizer ops' reference is RefOptimizerOps (ref_optimizer_ops.h).
 #pragma once
 
 #include <cstdint>
@@ -12,10 +13,11 @@
 #include "kernels/ops.h"
 #include "kernels/ops_arch.h"
 #include "kernels/ops_lowp.h"
+#include "ref_optimizer_ops.h"
 
 namespace nanogpt::testing {
 
-class RefOps {
+class RefOps : public RefOptimizerOps {
  public:
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
                        int C) {

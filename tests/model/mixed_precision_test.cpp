@@ -130,6 +130,7 @@ TEST(MixedPrecisionGpt, WeightCopyIsRefreshedAfterAStep) {
 // every gradient is exactly zero and AdamW does not move; with the GradScaler (2^16) the same run
 // trains like float32.
 TEST(MixedPrecisionGpt, Float16UnderflowsWithoutLossScalingAndTrainsWithIt) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const float tiny_objective = std::ldexp(1.0f, -20);
   const int B = 4, T = 16, steps = 25;
   const auto x = random_tokens(B * T, 67, 1), y = random_tokens(B * T, 67, 2);
@@ -152,7 +153,7 @@ TEST(MixedPrecisionGpt, Float16UnderflowsWithoutLossScalingAndTrainsWithIt) {
         *all_zero_first = true;
         for (float g : model.grads()) *all_zero_first = *all_zero_first && g == 0.0f;
       }
-      const bool finite = scaler.unscale(model.grads());
+      const bool finite = scaler.unscale(backend, model.grads());
       if (finite) opt->step(model.params().data(), model.grads().data(), oc.learning_rate);
       scaler.update(!finite);
       model.zero_grad();

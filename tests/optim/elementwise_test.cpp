@@ -1,7 +1,7 @@
-// The optimizers' dispatched element loops (optim/elementwise.h) against plain scalar loops, on
+// The optimizers' dispatched element loops (kernels/cpu/optim_elementwise.h) against plain scalar loops, on
 // every CPU target this machine can run, on lengths with vector tails: SGD with and without
 // momentum, the sum of squares, scaling, and the unscale-and-check's finiteness verdict.
-#include "optim/elementwise.h"
+#include "kernels/cpu/optim_elementwise.h"
 
 #include <gtest/gtest.h>
 

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu_backend.h"
 #include "kernels/ops_lowp.h"
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
@@ -52,6 +53,7 @@ struct StepResult {
 // Three steps of `config`'s optimizer on gradients scaled by `scale` (a GradScaler at that scale
 // when scale != 1), clipped to max_norm, with a weight copy in `dtype` (none for float32).
 StepResult run(const OptimConfig& config, bool fused, double scale, double max_norm, DType dtype) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const ParamTable table(model_config());
   const int64_t n = table.total_numel();
   GradScaler scaler(/*enabled=*/scale != 1.0);
@@ -78,7 +80,7 @@ StepResult run(const OptimConfig& config, bool fused, double scale, double max_n
       }
     }
     if (fused) {
-      const double norm = grad_global_norm(table, g.data(), scaler.inv_scale());
+      const double norm = grad_global_norm(backend, table, g.data(), scaler.inv_scale());
       r.norms.push_back(norm);
       FusedStepExtras x;
       x.grad_unscale = scaler.inv_scale();
@@ -87,8 +89,8 @@ StepResult run(const OptimConfig& config, bool fused, double scale, double max_n
       x.zero_grads = true;
       opt->step_fused(r.params.data(), g.data(), 1e-3 * (k + 1), x);
     } else {
-      if (scaler.enabled()) scaler.unscale(g);
-      r.norms.push_back(clip_grad_norm(table, g.data(), max_norm));
+      if (scaler.enabled()) scaler.unscale(backend, g);
+      r.norms.push_back(clip_grad_norm(backend, table, g.data(), max_norm));
       opt->step(r.params.data(), g.data(), 1e-3 * (k + 1));
       if (lowp) ref::convert(lowp, r.params.data(), n);
       std::fill(g.begin(), g.end(), 0.0f);
@@ -156,21 +158,22 @@ TEST(FusedStep, ResultDoesNotDependOnThreadCount) {
 }
 
 TEST(FusedStep, NormOfUnscaledGradientsFindsInfAndNan) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const ParamTable table(model_config());
   const int64_t n = table.total_numel();
   std::vector<float> g = normal_arena(n, 3, 1.0f);
   // Equal to unscaling in place first, bit for bit.
   std::vector<float> unscaled = g;
   for (float& x : unscaled) x *= 1.0f / 4096.0f;
-  EXPECT_EQ(grad_global_norm(table, g.data(), 1.0f / 4096.0f),
-            grad_global_norm(table, unscaled.data()));
+  EXPECT_EQ(grad_global_norm(backend, table, g.data(), 1.0f / 4096.0f),
+            grad_global_norm(backend, table, unscaled.data()));
   g[n / 2] = std::numeric_limits<float>::infinity();
-  EXPECT_FALSE(std::isfinite(grad_global_norm(table, g.data(), 1.0f / 4096.0f)));
+  EXPECT_FALSE(std::isfinite(grad_global_norm(backend, table, g.data(), 1.0f / 4096.0f)));
   g[n / 2] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(std::isfinite(grad_global_norm(table, g.data(), 1.0f / 4096.0f)));
+  EXPECT_FALSE(std::isfinite(grad_global_norm(backend, table, g.data(), 1.0f / 4096.0f)));
   // A finite gradient that overflows once unscaled (scale < 1) counts as inf, as unscale() says.
   g[n / 2] = 3e38f;
-  EXPECT_FALSE(std::isfinite(grad_global_norm(table, g.data(), 2.0f)));
+  EXPECT_FALSE(std::isfinite(grad_global_norm(backend, table, g.data(), 2.0f)));
 }
 
 TEST(FusedStep, ClipCoefficientIsClipGradNormsFactor) {

@@ -1,5 +1,6 @@
 // GradScaler: PyTorch's rules (x2 after 2000 finite steps in a row, x0.5 and a skipped step on
 // inf/nan), unscaling in place before clipping, the disabled scaler, and its saved state.
+#include "kernels/cpu_backend.h"
 #include "optim/grad_scaler.h"
 
 #include <gtest/gtest.h>
@@ -37,11 +38,12 @@ TEST(GradScaler, GrowsAfter2000FiniteStepsInARow) {
 }
 
 TEST(GradScaler, InfOrNanBacksOffAndCountsASkippedStep) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   GradScaler s(true);
   for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                     std::numeric_limits<float>::quiet_NaN()}) {
     std::vector<float> g = {1.0f, 2.0f, bad, 4.0f};
-    const bool finite = s.unscale(g);
+    const bool finite = s.unscale(backend, g);
     EXPECT_FALSE(finite) << bad;
     s.update(!finite);
   }
@@ -51,10 +53,11 @@ TEST(GradScaler, InfOrNanBacksOffAndCountsASkippedStep) {
   // A finite value that overflows only once multiplied is not possible: unscaling divides. But a
   // gradient already at float's max stays finite.
   std::vector<float> g = {3.0e38f};
-  EXPECT_TRUE(s.unscale(g));
+  EXPECT_TRUE(s.unscale(backend, g));
 }
 
 TEST(GradScaler, UnscalesInPlaceBeforeClipping) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   ModelConfig c;
   c.n_layer = 1, c.n_head = 2, c.n_embd = 8, c.block_size = 4, c.vocab_size = 11;
   ParamTable table(c);
@@ -65,21 +68,22 @@ TEST(GradScaler, UnscalesInPlaceBeforeClipping) {
   GradScaler s(true);
   std::vector<float> scaled(g.size());
   for (size_t i = 0; i < g.size(); ++i) scaled[i] = g[i] * s.scale();
-  ASSERT_TRUE(s.unscale(scaled));
+  ASSERT_TRUE(s.unscale(backend, scaled));
   EXPECT_EQ(scaled, g);
   std::vector<float> want = g;
-  const double n_want = clip_grad_norm(table, want.data(), 1.0);
-  const double n_got = clip_grad_norm(table, scaled.data(), 1.0);
+  const double n_want = clip_grad_norm(backend, table, want.data(), 1.0);
+  const double n_got = clip_grad_norm(backend, table, scaled.data(), 1.0);
   EXPECT_EQ(n_got, n_want);
   EXPECT_EQ(scaled, want);
   EXPECT_GT(n_want, 1.0);  // clipping did act
 }
 
 TEST(GradScaler, DisabledHasScaleOneAndOnlyChecks) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   GradScaler s(false);
   EXPECT_EQ(s.scale(), 1.0f);
   std::vector<float> g = {1.5f, -2.0f};
-  EXPECT_TRUE(s.unscale(g));
+  EXPECT_TRUE(s.unscale(backend, g));
   EXPECT_EQ(g, (std::vector<float>{1.5f, -2.0f}));
   s.update(true);
   EXPECT_EQ(s.state().skipped_steps, 0);

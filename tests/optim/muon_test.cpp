@@ -320,7 +320,9 @@ struct RandomSteps {
 // ranks, each rank takes its own share either way. Under emulation (tests/emulation.h: 42 G
 // multiply-adds at C 256 took 100 s under qemu's NEON and over 10 minutes under its SVE on an
 // Intel host) C 192, two steps of two Newton-Schulz iterations each: c_attn and c_fc are still
-// large there, attn.c_proj small, and each product still sums on whichever thread runs it.
+// large there, attn.c_proj small, and each product still sums on whichever thread runs it; and
+// 1 and 2 threads only (3 threads on the 2 cores took the test to 755 s under SVE on the Intel
+// host): the spread over threads and the one-thread order are both still compared.
 TEST(Muon, MatricesSpreadOverThreadsGiveTheOneThreadValues) {
   EXPECT_TRUE(newton_schulz_on_one_thread(512, 128));
   EXPECT_TRUE(newton_schulz_on_one_thread(256, 256));
@@ -343,7 +345,9 @@ TEST(Muon, MatricesSpreadOverThreadsGiveTheOneThreadValues) {
     if (emulated) c.muon_ns_steps = 2;
     for (const int world : {1, 2}) {
       std::vector<std::vector<float>> results;
-      for (const int threads : {1, 2, 3}) {
+      const std::vector<int> thread_counts =
+          emulated ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 3};
+      for (const int threads : thread_counts) {
         OptimizerRuntime rt;
         rt.threads = threads;
         rt.sharing.world = world;
@@ -355,7 +359,9 @@ TEST(Muon, MatricesSpreadOverThreadsGiveTheOneThreadValues) {
         results.push_back(std::move(p));
       }
       EXPECT_EQ(results[0], results[1]) << "C " << C << ", " << world << " ranks";
-      EXPECT_EQ(results[0], results[2]) << "C " << C << ", " << world << " ranks";
+      if (results.size() > 2) {
+        EXPECT_EQ(results[0], results[2]) << "C " << C << ", " << world << " ranks";
+      }
       EXPECT_NE(results[0], run.params);
     }
   }
@@ -489,7 +495,7 @@ TEST(Muon, AllocatesTwoStateArenasAndItsWorkspaces) {
     MemoryTracker tracker;
     CpuBackend ctx;
     OptimizerRuntime rt;
-    rt.kernels = &ctx;
+    rt.backend = &ctx;
     rt.matmul_dtype = dtype;
     auto opt = make_optimizer(c, table, &tracker, rt);
     const int64_t arena = (table.total_numel() * 4 + 63) / 64 * 64;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numbers>
 
+#include "kernels/cpu_backend.h"
 #include "core/check.h"
 #include "optim/grad_clip.h"
 #include "optim/lr_schedule.h"
@@ -112,17 +113,19 @@ TEST(OptimConfig, ValidateNamesTheKey) {
 }
 
 TEST(GradClip, MatchesTorchClipGradNorm) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const ParamTable table(tiny_model_config());
   const auto fx = load_optim_fixture();
   std::vector<float> grads = to_arena(table, tensor_field(fx, "grads", 0));
-  const double norm = clip_grad_norm(table, grads.data(), fx.at("clip").at("max_norm"));
+  const double norm = clip_grad_norm(backend, table, grads.data(), fx.at("clip").at("max_norm"));
   EXPECT_NEAR(norm, fx.at("clip").at("norm").get<double>(), 1e-5 * norm);
   const std::vector<float> want = to_arena(table, fx.at("clip").at("clipped"));
   for (size_t i = 0; i < grads.size(); ++i) ASSERT_NEAR(grads[i], want[i], 1e-7) << i;
-  EXPECT_NEAR(grad_global_norm(table, grads.data()), 0.5, 1e-5);
+  EXPECT_NEAR(grad_global_norm(backend, table, grads.data()), 0.5, 1e-5);
 }
 
 TEST(GradClip, NormInDoubleAndNoScalingBelowThreshold) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   ModelConfig cfg = tiny_model_config();
   cfg.n_embd = 64;
   cfg.n_head = 4;
@@ -138,23 +141,24 @@ TEST(GradClip, NormInDoubleAndNoScalingBelowThreshold) {
     }
   }
   want = std::sqrt(want);
-  EXPECT_NEAR(grad_global_norm(table, grads.data()), want, 1e-12);
+  EXPECT_NEAR(grad_global_norm(backend, table, grads.data()), want, 1e-12);
   const std::vector<float> before = grads;
-  EXPECT_NEAR(clip_grad_norm(table, grads.data(), want * 2), want, 1e-12);
+  EXPECT_NEAR(clip_grad_norm(backend, table, grads.data(), want * 2), want, 1e-12);
   EXPECT_EQ(grads, before);
-  EXPECT_NEAR(clip_grad_norm(table, grads.data(), 0.0), want, 1e-12);  // 0 = off
+  EXPECT_NEAR(clip_grad_norm(backend, table, grads.data(), 0.0), want, 1e-12);  // 0 = off
   EXPECT_EQ(grads, before);
-  EXPECT_NEAR(clip_grad_norm(table, grads.data(), want / 4), want, 1e-12);
+  EXPECT_NEAR(clip_grad_norm(backend, table, grads.data(), want / 4), want, 1e-12);
   // torch's coefficient: max_norm / (norm + 1e-6).
-  EXPECT_NEAR(grad_global_norm(table, grads.data()), want / 4 * want / (want + 1e-6), 1e-6 * want);
+  EXPECT_NEAR(grad_global_norm(backend, table, grads.data()), want / 4 * want / (want + 1e-6), 1e-6 * want);
 }
 
 TEST(GradClip, NonFiniteNormIsReportedNotApplied) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const ParamTable table(tiny_model_config());
   std::vector<float> grads(table.total_numel(), 1.0f);
   grads[table.at("ln_f.bias").offset] = std::numeric_limits<float>::infinity();
   const std::vector<float> before = grads;
-  EXPECT_TRUE(std::isinf(clip_grad_norm(table, grads.data(), 1.0)));
+  EXPECT_TRUE(std::isinf(clip_grad_norm(backend, table, grads.data(), 1.0)));
   EXPECT_EQ(grads, before);
 }
 

@@ -47,7 +47,7 @@ Trace train(DType dtype, bool fused) {
     trace.losses.push_back(model.forward(ctx, x.data(), y.data(), B, T, true, 7 + k, scaler.scale()));
     model.backward(ctx);
     // max_norm 0.05 clips every step here.
-    const double norm = step.measure(model, scaler, 0.05);
+    const double norm = step.measure(ctx, model, scaler, 0.05);
     trace.norms.push_back(norm);
     EXPECT_GT(norm, 0.05);
     step.apply(model, *opt, 1e-3);

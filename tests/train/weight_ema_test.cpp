@@ -1,6 +1,7 @@
 // WeightEma: the average's arithmetic against a double-precision recurrence (started at the step
 // before ema_from, or at the initial weights with ema_from 0), nothing before it, the swap into the
 // weights for an evaluation and back, and the resume checks that name the keys.
+#include "kernels/cpu_backend.h"
 #include "train/weight_ema.h"
 
 #include <gtest/gtest.h>
@@ -22,9 +23,10 @@ std::vector<float> weights_at(int64_t k, int64_t n) {
 }
 
 TEST(WeightEma, FollowsTheRecurrenceFromTheStepBeforeItsStart) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const int64_t n = 70000;
   const double decay = 0.9;
-  WeightEma ema(decay, /*from=*/5, n, nullptr);
+  WeightEma ema(backend, decay, /*from=*/5, n, nullptr);
   ASSERT_TRUE(ema.enabled());
   std::vector<double> want(static_cast<size_t>(n));
   for (int64_t k = 0; k < 12; ++k) {
@@ -43,8 +45,9 @@ TEST(WeightEma, FollowsTheRecurrenceFromTheStepBeforeItsStart) {
 }
 
 TEST(WeightEma, FromZeroStartsAtTheInitialWeights) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const int64_t n = 40;
-  WeightEma ema(0.5, 0, n, nullptr);
+  WeightEma ema(backend, 0.5, 0, n, nullptr);
   const std::vector<float> w0 = weights_at(0, n), w1 = weights_at(1, n);
   EXPECT_FALSE(ema.active());
   ema.start(w0.data());
@@ -54,8 +57,9 @@ TEST(WeightEma, FromZeroStartsAtTheInitialWeights) {
 }
 
 TEST(WeightEma, EvaluationsSeeTheAverageAndTheWeightsComeBack) {
+  CpuBackend backend;  // the host: the optimizer ops run here
   const int64_t n = 33;
-  WeightEma ema(0.9, 3, n, nullptr);
+  WeightEma ema(backend, 0.9, 3, n, nullptr);
   std::vector<float> w = weights_at(7, n);
   const std::vector<float> trained = w;
   {
@@ -92,7 +96,8 @@ std::string restore_error(WeightEma& ema, const nlohmann::json& state) {
 }
 
 TEST(WeightEma, ResumeKeepsTheStateAndRefusesOtherKeysNamingTheFix) {
-  WeightEma ema(0.9, 100, 8, nullptr);
+  CpuBackend backend;  // the host: the optimizer ops run here
+  WeightEma ema(backend, 0.9, 100, 8, nullptr);
   EXPECT_EQ(restore_error(ema, {{"decay", 0.9}, {"from", 100}, {"active", true}}), "");
   EXPECT_TRUE(ema.active());
   EXPECT_EQ(ema.to_json(), (nlohmann::json{{"decay", 0.9}, {"from", 100}, {"active", true}}));
@@ -107,8 +112,8 @@ TEST(WeightEma, ResumeKeepsTheStateAndRefusesOtherKeysNamingTheFix) {
   EXPECT_EQ(restore_error(off, nlohmann::json()), "");
   const std::string damaged = restore_error(ema, {{"decay", 0.9}, {"from", "x"}});
   EXPECT_NE(damaged.find("ck/state.json: \"ema\" must hold"), std::string::npos) << damaged;
-  EXPECT_THROW(WeightEma(1.0, 0, 8, nullptr), Error);
-  EXPECT_THROW(WeightEma(0.5, -1, 8, nullptr), Error);
+  EXPECT_THROW(WeightEma(backend, 1.0, 0, 8, nullptr), Error);
+  EXPECT_THROW(WeightEma(backend, 0.5, -1, 8, nullptr), Error);
 }
 
 }  // namespace

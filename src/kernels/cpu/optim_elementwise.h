@@ -1,5 +1,5 @@
 // The element loops of SGD's update, the gradient norm and clipping, the grad scaler's
-// unscale-and-check and the weights' moving average (optim/elementwise.cpp), compiled for every
+// unscale-and-check and the weights' moving average (kernels/cpu/optim_elementwise.cpp), compiled for every
 // CPU target and dispatched at run time. Each is serial over one span: the callers split tensors
 // between their threads.
 #pragma once

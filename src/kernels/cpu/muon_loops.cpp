@@ -1,9 +1,9 @@
-// Muon's and Newton-Schulz's element loops (optim/muon_loops.h), plain loops that the compiler
+// Muon's and Newton-Schulz's element loops (kernels/cpu/muon_loops.h), plain loops that the compiler
 // vectorizes for each CPU target (Highway's foreach_target.h), dispatched at run time; compiled
 // with -ffp-contract=off (CMakeLists.txt), so no multiply-add is fused.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "optim/muon_loops.cpp"
-#include "optim/muon_loops.h"
+#define HWY_TARGET_INCLUDE "kernels/cpu/muon_loops.cpp"
+#include "kernels/cpu/muon_loops.h"
 
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>

@@ -1,8 +1,8 @@
-// The optimizers' element loops (optim/elementwise.h), written as plain loops that the compiler
+// The optimizers' element loops (kernels/cpu/optim_elementwise.h), written as plain loops that the compiler
 // vectorizes for each CPU target (Highway's foreach_target.h) and dispatched at run time.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "optim/elementwise.cpp"
-#include "optim/elementwise.h"
+#define HWY_TARGET_INCLUDE "kernels/cpu/optim_elementwise.cpp"
+#include "kernels/cpu/optim_elementwise.h"
 
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>

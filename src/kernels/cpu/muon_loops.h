@@ -1,4 +1,4 @@
-// The element loops of Muon and its Newton-Schulz iteration (optim/muon_loops.cpp), compiled for
+// The element loops of Muon and its Newton-Schulz iteration (kernels/cpu/muon_loops.cpp), compiled for
 // every CPU target and dispatched at run time. Serial over one span: the callers split them. The
 // file is built without floating-point contraction, so each result is rounded after every multiply
 // and add, as the baseline (x86-64, no FMA) copy these loops had inside muon.cpp and
