@@ -4,8 +4,11 @@
 # the CPU reference. Two halves:
 #   bash scripts/gpu_check.sh prepare   here (a build with the CUDA backend, e.g. build/ configured
 #                                       where nvcc is): writes gpu_bundle/ (git-ignored, ~15 MB):
-#                                       nanogpt, test_cuda, test_backends (the op harness and the
-#                                       whole model on every backend) and their non-system
+#                                       nanogpt, test_cuda, test_backends (the op harness, the
+#                                       whole model and the one trainer on every backend),
+#                                       test_distributed where NCCL is built (its Nccl* tests: two
+#                                       ranks sharing the GPU; NCCL itself is the GPU machine's,
+#                                       PyTorch's nvidia-nccl package) and their non-system
 #                                       libraries (xz),
 #                                       both corpora tokenized, nanoGPT's source (fetched, never
 #                                       committed; NANOGPT_PY_SRC or /work/.mirror, see
@@ -42,17 +45,22 @@ prepare() {
   local build=${NANOGPT_BUILD_DIR:-$ROOT/build}
   grep -q 'NANOGPT_WITH_CUDA' "$build/CMakeCache.txt" 2>/dev/null || true
   [ -f "$build/build.ninja" ] || { echo "no build in $build: run scripts/setup.sh first" >&2; exit 1; }
-  ninja -C "$build" nanogpt test_cuda test_backends bench_kernels || {
+  local extra=()
+  grep -q "libnanogpt_nccl" "$build/build.ninja" 2>/dev/null && extra+=(test_distributed)
+  ninja -C "$build" nanogpt test_cuda test_backends bench_kernels "${extra[@]}" || {
     echo "building test_cuda failed: is $build configured with the CUDA backend (nvcc found)?" >&2
     exit 1
   }
   rm -rf "$BUNDLE"; mkdir -p "$BUNDLE/stage/bin" "$BUNDLE/stage/lib" "$BUNDLE/data"
   cp "$build/nanogpt" "$build/test_cuda" "$build/test_backends" "$build/bench_kernels" "$BUNDLE/stage/bin/"
+  local t
+  for t in "${extra[@]}"; do cp "$build/$t" "$BUNDLE/stage/bin/"; done
   # Non-system libraries beside the binaries: everything ldd resolves except glibc's own and
   # CUDA's (the GPU machine has CUDA 13's; cuBLASLt alone is ~500 MB).
-  ldd "$build/nanogpt" "$build/test_cuda" "$build/test_backends" "$build/bench_kernels" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+  ldd "$build/nanogpt" "$build/test_cuda" "$build/test_backends" "$build/bench_kernels" \
+      "${extra[@]/#/$build/}" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
     case $(basename "$lib") in
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*) ;;
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcublas*|libcudart*|libcuda.so*|libnccl*) ;;
       *) cp -L "$lib" "$BUNDLE/stage/lib/" ;;
     esac
   done
@@ -175,6 +183,19 @@ run() {
     grep -E '^\[  (PASSED|SKIPPED) *\] [0-9]+ tests?|^\[  FAILED  \]|NOT SUPPORTED' "$OUT/test_backends.log" | head -60
     grep -A8 'Failure$' "$OUT/test_backends.log" | head -60
     echo "test_backends exit status $brc"
+    # The NCCL communicator (issue 54): two ranks as processes sharing this GPU, every collective
+    # against hand-made sums, and a missing peer's timeout. NCCL is the machine's own (PyTorch's
+    # nvidia-nccl package; a 218 MB library is not carried).
+    if [ -x "$work/pkg/bin/test_distributed" ]; then
+      local nccl_dir
+      nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null ||
+                 dirname "$(find / -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)
+      echo "== NCCL communicator (test_distributed Nccl*), libnccl from ${nccl_dir:-nowhere}"
+      LD_LIBRARY_PATH="${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}" timeout 90 \
+        "$work/pkg/bin/test_distributed" --gtest_filter='Nccl*' > "$OUT/test_distributed.log" 2>&1
+      echo "test_distributed exit status $?"
+      grep -E '^\[  (PASSED|SKIPPED|FAILED) *\]|Failure|skip' "$OUT/test_distributed.log" | head -30
+    fi
   fi
 
   local data=$BUNDLE/data
@@ -283,7 +304,7 @@ run() {
   (cd "$OUT" && tar -czf gpu_check_logs.tgz --exclude=gpu_check_logs.tgz \
      --exclude=speedrun_runs.tar.xz ./* &&
      find . -maxdepth 1 -type f ! -name gpu_check_logs.tgz ! -name gpu_check.md \
-       ! -name test_cuda.log ! -name test_backends.log ! -name run.log ! -name amx_bench.txt ! -name 'speedrun*' -delete)
+       ! -name test_cuda.log ! -name test_backends.log ! -name test_distributed.log ! -name run.log ! -name amx_bench.txt ! -name 'speedrun*' -delete)
 }
 
 case $mode in

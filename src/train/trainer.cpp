@@ -321,7 +321,10 @@ class TrainingRun {
     }
 
     peaks_ = measure_compute_peaks(dtype_, threads_);
-    const KernelPlan kernel_plan = choose_kernel_ways();
+    // The CPU's kernel ways: planned (and timed, kernel_choice=auto) only where the run computes
+    // on a CPU backend.
+    const KernelPlan kernel_plan =
+        dynamic_cast<CpuBackend*>(backend_) ? choose_kernel_ways() : KernelPlan{};
     const MfuPeak mfu_peak = mfu_peak_for(peaks_);
     mfu_peak_flops_ = mfu_peak.flops_per_s;
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());

@@ -16,89 +16,17 @@
 
 #include "backends/off_host_cpu_backend.h"
 #include "core/check.h"
-#include "core/rng.h"
-#include "data/token_writer.h"
+#include "train/tiny_training.h"
 #include "train/trainer.h"
 
 namespace nanogpt {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A character-level corpus of 65 symbols with some structure (a repeated phrase with noise).
-fs::path make_dataset(const fs::path& root) {
-  const fs::path dir = root / "data";
-  fs::create_directories(dir);
-  Rng rng(3);
-  auto tokens = [&](int n) {
-    std::vector<uint16_t> t(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      t[static_cast<size_t>(i)] = rng.uniform_int(5) == 0 ? static_cast<uint16_t>(rng.uniform_int(65))
-                                                         : static_cast<uint16_t>((i * 7) % 23);
-    }
-    return t;
-  };
-  write_nanogpt_tokens((dir / "train.bin").string(), tokens(20000));
-  write_nanogpt_tokens((dir / "val.bin").string(), tokens(4000));
-  std::ofstream(dir / "meta.json") << R"({"vocab_size": 65})";
-  return dir;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct Case {
-  std::string name;
-  std::string optimizer;
-  std::string dtype;
-  bool modern = false;
-  double ema = 0;
-};
-
-TrainConfig config_of(const Case& c, const fs::path& data, const fs::path& out, int64_t iters) {
-  TrainConfig t;
-  t.data_dir = data.string();
-  t.out_dir = out.string();
-  t.model.n_layer = 2;
-  t.model.n_head = 2;
-  t.model.n_embd = 32;
-  t.model.block_size = 16;
-  t.model.dropout = 0.1;
-  if (c.modern) {
-    t.model.norm = "rmsnorm";
-    t.model.position = "rotary";
-    t.model.qk_norm = true;
-    t.model.activation = "relu2";
-    t.model.tie_embeddings = false;
-    t.model.logit_softcap = 15.0;
-    t.model.unet_skips = true;
-    t.model.attn_gain = 0.5;
-  }
-  t.batch_size = 4;
-  t.gradient_accumulation_steps = 2;
-  t.max_iters = iters;
-  t.optim.lr_decay_iters = 12;
-  t.optim.warmup_iters = 2;
-  t.eval_interval = 4;
-  t.eval_iters = 2;
-  t.log_interval = 100;
-  t.optim.optimizer = c.optimizer;
-  t.optim.learning_rate = 1e-2;
-  if (c.optimizer == "sgd") {
-    t.optim.momentum = 0.9;
-    t.optim.learning_rate = 0.3;  // SGD moves far less a step than AdamW at the same rate
-  }
-  t.optim.grad_clip = 0.5;
-  t.dtype = c.dtype;
-  t.ema_decay = c.ema;
-  t.seed = 7;
-  t.kernel_choice = "native";  // forced: both runs take the same ways (auto times them)
-  return t;
-}
+using Case = testing::TinyRunCase;
+using testing::config_of;
+using testing::make_dataset;
+using testing::read_file;
 
 class TrainerOnBackend : public ::testing::TestWithParam<Case> {};
 
