@@ -326,7 +326,8 @@ class TrainingRun {
     const KernelPlan kernel_plan =
         dynamic_cast<CpuBackend*>(backend_) ? choose_kernel_ways() : KernelPlan{};
     const MfuPeak mfu_peak = mfu_peak_for(peaks_);
-    mfu_peak_flops_ = mfu_peak.flops_per_s;
+    mfu_peak_flops_ = options_.device_peak_flops > 0 ? options_.device_peak_flops
+                                                     : mfu_peak.flops_per_s;
     fpt_ = flops_per_token(config_.model, model_->table().num_params_for_mfu());
     tokens_per_iter_ =
         config_.batch_size * config_.model.block_size * config_.gradient_accumulation_steps;
@@ -365,7 +366,13 @@ class TrainingRun {
     if (const std::string warmup = config_.context_schedule().describe(); !warmup.empty()) {
       say("sequence-length warmup: " + warmup + "; the same tokens per iteration");
     }
-    say(fmt::format(
+    if (options_.device_peak_flops > 0) {
+      say(fmt::format("compute: {} (the one trainer on backend '{}'); MFU is relative to {:.0f} "
+                      "TFLOP/s",
+                      options_.device_description, backend_->memory_name(),
+                      options_.device_peak_flops / 1e12));
+    } else {
+      say(fmt::format(
         "compute: {} threads on {}, kernels for {}; measured peak {:.0f} GFLOP/s fp32 FMA{}; MFU "
         "is relative to "
         "the {} peak {:.0f} GFLOP/s{}{}",
@@ -373,6 +380,7 @@ class TrainingRun {
         peaks_.fp32_fma.flops_per_s / 1e9, other_peaks(peaks_), mfu_peak.arithmetic,
         mfu_peak_flops_ / 1e9, mfu_peak.from_cache ? " (best measured here)" : "",
         kernel_plan.describe().empty() ? "" : "; " + kernel_plan.describe()));
+    }
     if (comm_->size() > 1) {
       say(
           fmt::format("data-parallel: {}; {} micro-steps per rank per step, gradients averaged in "

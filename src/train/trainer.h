@@ -48,6 +48,10 @@ struct TrainOptions {
   // Off the host, checkpoints go through host copies (train/host_staging.h); data parallelism,
   // ZeRO-1 and starting from nanoGPT's ckpt.pt are refused there for now.
   Backend* device = nullptr;
+  // With a device: the compute: line's description of it and the peak its MFU is taken against
+  // (0: the CPU's measured peak, as on the CPU).
+  std::string device_description;
+  double device_peak_flops = 0;
 };
 
 // Runs training as configured. Throws nanogpt::Error on bad configuration or files.

@@ -440,8 +440,8 @@ def check_device_table(readme, ctx, work):
     for row in rows:
         where = f"README.md table '{TABLE_HEADING[3:]}', row '{row['feature']}'"
         refused = row["gpu"].lower().startswith("refused")
-        if row["gpu"].lower() not in ("yes", "refused") and not refused:
-            error(where, f"GPU cell '{row['gpu']}': expected 'yes' or 'refused'")
+        if row["gpu"].lower() not in ("yes", "yes¹", "refused") and not refused:
+            error(where, f"GPU cell '{row['gpu']}': expected 'yes', 'yes¹' or 'refused'")
         if row["cpu"].lower() != "yes":
             error(where, f"CPU cell '{row['cpu']}': expected 'yes'")
         if not row["spans"]:
