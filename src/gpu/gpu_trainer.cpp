@@ -48,9 +48,6 @@ void check_gpu_training_config(const TrainConfig& c) {
   };
   if (c.dtype == "float16") refuse("dtype = 'float16'", "use --dtype=bfloat16 (or float32)");
   if (c.zero_stage != 0) refuse("zero_stage = 1", "use --zero_stage=0 on one GPU");
-  if (c.model.qk_norm_gain != 1.0) {
-    refuse("qk_norm_gain (QK-norm's query gain)", "use --qk_norm_gain=1, or --device=cpu for it");
-  }
 }
 
 std::string gpu_loop_gap(const TrainConfig& c) {
@@ -59,6 +56,7 @@ std::string gpu_loop_gap(const TrainConfig& c) {
   if (c.optim.embedding_learning_rate > 0 || c.optim.head_learning_rate > 0) {
     return "embedding_learning_rate / head_learning_rate";
   }
+  if (c.model.qk_norm_gain != 1.0) return "qk_norm_gain (QK-norm's query gain)";
   if (c.model.unet_skips) return "unet_skips (U-net skips)";
   if (c.model.attn_gain != 0.0) return "attn_gain (the attention branch's learned gain)";
   if (c.context_warmup_iters > 0) return "context_warmup_iters (the sequence-length warmup)";

@@ -11,11 +11,11 @@
 
 namespace nanogpt {
 
-// Throws nanogpt::Error naming the first key no trainer runs on the GPU yet (float16, ZeRO-1,
-// QK-norm's query gain: no kernel) and what to use instead.
+// Throws nanogpt::Error naming the first key no trainer runs on the GPU yet (float16: no kernel;
+// ZeRO-1) and what to use instead.
 void check_gpu_training_config(const TrainConfig& config);
 // The first key this loop does not run ("" when it runs them all: AdamW, no time to target, one
-// learning rate, no U-net skips, attention gain, sequence-length warmup or weight average). The
+// learning rate, no QK-norm gain, U-net skips, attention gain, sequence-length warmup or weight average). The
 // CLI sends a run with such a key to the one trainer on the GPU (gpu/cuda_training.h).
 std::string gpu_loop_gap(const TrainConfig& config);
 

@@ -234,10 +234,6 @@ TEST(GpuModelHost, RefusesWhatNoTrainerRunsOnTheGpuAndRoutesTheRestByName) {
   EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--zero_stage=0"),
             std::string::npos);
   t.zero_stage = 0;
-  t.model.qk_norm_gain = 2;
-  EXPECT_NE(message([&] { check_gpu_training_config(t); }).find("--qk_norm_gain=1"),
-            std::string::npos);
-  t.model.qk_norm_gain = 1;
   EXPECT_EQ(message([&] { check_gpu_training_config(t); }), "no error");
   // What the GPU's own loop does not run goes to the one trainer, named in the log line.
   EXPECT_EQ(gpu_loop_gap(t), "");
@@ -253,6 +249,9 @@ TEST(GpuModelHost, RefusesWhatNoTrainerRunsOnTheGpuAndRoutesTheRestByName) {
   t.optim.head_learning_rate = 1e-3;
   EXPECT_NE(gpu_loop_gap(t).find("head_learning_rate"), std::string::npos);
   t.optim.head_learning_rate = 0;
+  t.model.qk_norm_gain = 2;
+  EXPECT_NE(gpu_loop_gap(t).find("qk_norm_gain"), std::string::npos);
+  t.model.qk_norm_gain = 1;
   t.model.unet_skips = true;
   EXPECT_NE(gpu_loop_gap(t).find("unet_skips"), std::string::npos);
   t.model.unet_skips = false;

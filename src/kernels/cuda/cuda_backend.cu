@@ -53,6 +53,28 @@ __global__ void skip_backward_kernel(float* dskip, const float* dout, const floa
   if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
 }
 
+// The query columns of qkv rows (N, 3C): columns [0, C) of each row times s, in place.
+template <typename T>
+__global__ void scale_query_kernel(T* qkv, int64_t N, int C, float s) {
+  const int64_t n = N * C;
+  for (int64_t i = cuda::thread_index(); i < n; i += cuda::thread_stride()) {
+    T* x = qkv + (i / C) * 3 * C + (i % C);
+    *x = cuda::from_f32<T>(cuda::to_f32(*x) * s);
+  }
+}
+
+// QK-norm's query gain (ModelConfig::qk_norm_gain) around the gain-free kernels: Q's normalized
+// head vectors times s (float32 or bfloat16 qkv rows (N, 3C)).
+void scale_query(TypedPtr qkv, int64_t N, int C, float s) {
+  if (N <= 0) return;
+  cuda::dispatch_dtype(qkv.dtype, "scale_query", [&](auto t) {
+    using T = decltype(t);
+    scale_query_kernel<T><<<cuda::grid_for(N * C, kThreads), kThreads>>>(
+        static_cast<T*>(qkv.data), N, C, s);
+  });
+  NANOGPT_CUDA_CHECK_LAUNCH();
+}
+
 // acc (n) += x (n), any of float32 / bfloat16 each.
 void accumulate(TypedPtr acc, ConstTypedPtr x, int64_t n) {
   if (n <= 0) return;
@@ -381,23 +403,28 @@ void CudaBackend::qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float*
                                          const float* sin, int64_t N, int T, int pos0, int C,
                                          int NH, float q_gain) {
   no_f16("qk_norm_rotary_forward", qkv.dtype);
-  if (rstd != nullptr && q_gain != 1.0f) {
-    unsupported("qk_norm_rotary_forward", "QK-norm's query gain (qk_norm_gain != 1) has no CUDA "
-                                          "kernel yet");
-  }
   if (rstd != nullptr) cuda::qk_rmsnorm_forward(qkv, rstd, N, C, NH);
   if (cos != nullptr) cuda::rotary_forward(qkv, cos, sin, N, T, pos0, C, NH);
+  // The gain after the rotation (a rotation is linear): Q's heads gain * rot(unit head).
+  if (rstd != nullptr && q_gain != 1.0f) scale_query(qkv, N, C, q_gain);
 }
 void CudaBackend::qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd,
                                           const float* cos, const float* sin, int64_t N, int T,
                                           int pos0, int C, int NH, float q_gain) {
   no_f16("qk_norm_rotary_backward", dqkv.dtype);
+  ConstTypedPtr y = qkv;  // the forward's output; with a gain, its Q as the unit heads
   if (rstd != nullptr && q_gain != 1.0f) {
-    unsupported("qk_norm_rotary_backward", "QK-norm's query gain (qk_norm_gain != 1) has no CUDA "
-                                           "kernel yet");
+    const size_t bytes = static_cast<size_t>(N) * 3 * C * dtype_size(qkv.dtype);
+    void* unit = temp(bytes);
+    cuda::copy_device(unit, qkv.data, bytes);
+    scale_query(TypedPtr(unit, qkv.dtype), N, C, 1.0f / q_gain);
+    y = ConstTypedPtr(unit, qkv.dtype);
   }
-  if (rstd != nullptr) cuda::qk_rmsnorm_backward(dqkv, qkv, rstd, N, C, NH);
+  // Q's gradient through the gain is q_gain * (that of the unit heads): the norm's and the
+  // rotation's backward are linear in the incoming gradient.
+  if (rstd != nullptr) cuda::qk_rmsnorm_backward(dqkv, y, rstd, N, C, NH);
   if (cos != nullptr) cuda::rotary_backward(dqkv, cos, sin, N, T, pos0, C, NH);
+  if (rstd != nullptr && q_gain != 1.0f) scale_query(dqkv, N, C, q_gain);
 }
 
 void CudaBackend::fill_zero(TypedPtr dst, int64_t n) {

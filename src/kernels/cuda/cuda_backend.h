@@ -5,7 +5,8 @@
 // an add; a float32 bias of a 16-bit product is rounded first; the fused backward of the MLP's
 // second product recomputes the activation; the soft-capped loss copies logits it would overwrite.
 // What no kernel does yet is refused by name (UnsupportedOp): float16 tensors, float32 flash
-// attention, head sizes other than 64 for flash attention, QK-norm's query gain.
+// attention, head sizes other than 64 for flash attention. QK-norm's query gain scales Q around the
+// gain-free kernels (a kernel of its own).
 // Work is queued on the default stream; the host waits where a method returns a value
 // (skip_backward's sum), in download() and in synchronize(). This header includes no CUDA header.
 #pragma once
