@@ -176,7 +176,7 @@ run() {
     # The op harness (every op x dtype x shape on the reference, the CPU and the GPU, the support
     # matrix) and the whole model on the GPU against the CPU's (tests/backends).
     echo "== op harness and model on every backend (test_backends)"
-    timeout 150 "$work/pkg/bin/test_backends" --gtest_output=xml:"$OUT/test_backends.xml" \
+    timeout 240 "$work/pkg/bin/test_backends" --gtest_output=xml:"$OUT/test_backends.xml" \
       > "$OUT/test_backends.log" 2>&1
     local brc=$?
     sed -n '/op harness support matrix/,/^\[/p' "$OUT/test_backends.log" | head -80
