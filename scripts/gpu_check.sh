@@ -25,10 +25,11 @@
 # Without a GPU (the rehearsal here) `run` does everything that needs none and says what it skipped.
 # Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
 # TESTFILTER (GoogleTest filter of the GPU tests, default all),
-# PARTS (default "tests w2 cpu gpt2 noepilogue profile nanogpt"; a rerun can leave some out; more:
+# PARTS (default "tests w2 cpu gpt2 noepilogue gpuspeedrun nanogpt"; a rerun can leave some out;
+# "gpuspeedrun": both speedrun recipes to their targets on the GPU, GPU_SPEEDRUN_SEEDS (default the
+# 3 record and 5 held-out seeds), GPU_SPEEDRUN_TIMEOUT s a run (default 60); more:
 # "amx" the CPU bench meanwhile, AMX_TIMEOUT seconds at most, default 450 (the first AMX run needed
-# ~420: every part but the last profile); "naive" the naive attention; "mma", "mmaprofile" the mma
-# flash kernels by name, as the default runs them; "speedrun" issue 33's speedrun on the machine's
+# ~420); "naive" the naive attention; "speedrun" issue 33's speedrun on the machine's
 # CPU, every seed at once on two cores each (SPEEDRUN_TRACKS, default "cpu baby"; SPEEDRUN_SEEDS,
 # default 3; SPEEDRUN_RECIPES, default ours; SPEEDRUN_TIMEOUT s, default 500), in a call of its
 # own: its runs' logs come back in $OUT/speedrun_runs.tar.xz, for bench/speedrun_table.py here).
@@ -36,7 +37,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/gpu_bundle
 STEPS=${STEPS:-30}
-PARTS=${PARTS:-tests w2 cpu gpt2 noepilogue profile nanogpt}
+PARTS=${PARTS:-tests w2 cpu gpt2 noepilogue gpuspeedrun nanogpt}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 mode=${1:-}
 
@@ -250,25 +251,25 @@ run() {
   ours_gpu gpt2_naive "$ROOT/config/train_gpt2.py" shakespeare_gpt2 "$STEPS" \
     --batch_size=16 --gradient_accumulation_steps=1 --attention=naive
   fi
-  if want mma; then
-  echo "== GPT-2 124M with the mma.sync flash kernels (NANOGPT_GPU_FLASH_KERNEL=mma)"
-  NANOGPT_GPU_FLASH_KERNEL=mma ours_gpu gpt2_mma "$ROOT/config/train_gpt2.py" shakespeare_gpt2 \
-    "$STEPS" --batch_size=16 --gradient_accumulation_steps=1
-  NANOGPT_GPU_FLASH_KERNEL=mma ours_gpu w2_mma "$ROOT/config/train_shakespeare_char.py" \
-    shakespeare_char "$STEPS"
-  fi
-  if want mmaprofile; then
-  NANOGPT_GPU_FLASH_KERNEL=mma ours_gpu gpt2_mma_profile "$ROOT/config/train_gpt2.py" \
-    shakespeare_gpt2 12 --batch_size=16 --gradient_accumulation_steps=1 --profile=True
-  sed -n '/^profile over/,$p' "$OUT/gpt2_mma_profile.log"
-  fi
-  if want profile; then
-  echo "== where the step goes (--profile=True, 12 steps, the last 10 timed per op)"
-  ours_gpu w2_profile "$ROOT/config/train_shakespeare_char.py" shakespeare_char 12 --profile=True
-  sed -n '/^profile over/,$p' "$OUT/w2_profile.log"
-  ours_gpu gpt2_profile "$ROOT/config/train_gpt2.py" shakespeare_gpt2 12 \
-    --batch_size=16 --gradient_accumulation_steps=1 --profile=True
-  sed -n '/^profile over/,$p' "$OUT/gpt2_profile.log"
+  if want gpuspeedrun; then
+  # Issue 52: both speedrun recipes on the GPU through the one trainer, to their targets on the
+  # whole validation split (their configs' target_loss, stop_at_target), the record seeds and the
+  # held-out ones (the CPU recipe's heads of 32: kernels/cuda/attention_any_head.cu in bfloat16).
+  local seed
+  for seed in ${GPU_SPEEDRUN_SEEDS:-1337 1338 1339 9001 9002 9003 9004 9005}; do
+    echo "== speedrun, baby-GPT track (1.47) on the GPU, seed $seed"
+    timeout "${GPU_SPEEDRUN_TIMEOUT:-60}" "$NG" train "$ROOT/config/speedrun_shakespeare_char.py" \
+      --device=cuda --seed="$seed" --data_dir="$data/shakespeare_char" \
+      --out_dir="$work/gpu_speedrun_baby_$seed" --always_save_checkpoint=False \
+      > "$OUT/gpu_speedrun_baby_$seed.log" 2>&1
+    echo "exit $?"; grep -E 'target val loss|^done|error' "$OUT/gpu_speedrun_baby_$seed.log" | head -4
+    echo "== speedrun, CPU track (1.88) on the GPU, seed $seed"
+    timeout "${GPU_SPEEDRUN_TIMEOUT:-60}" "$NG" train "$ROOT/config/speedrun_shakespeare_char_cpu.py" \
+      --device=cuda --seed="$seed" --data_dir="$data/shakespeare_char" \
+      --out_dir="$work/gpu_speedrun_cpu_$seed" --always_save_checkpoint=False \
+      > "$OUT/gpu_speedrun_cpu_$seed.log" 2>&1
+    echo "exit $?"; grep -E 'target val loss|^done|error' "$OUT/gpu_speedrun_cpu_$seed.log" | head -4
+  done
   fi
 
   if want nanogpt && [ "$HAVE_TORCH" = 1 ] && [ -d "$BUNDLE/nanogpt_py" ]; then

@@ -89,3 +89,14 @@ summary = [l.strip() for l in tests.splitlines()
            if re.match(r"^\[  (PASSED|FAILED|SKIPPED) *\] \d+ tests?", l)]
 lines.append("GPU tests: " + ("; ".join(summary) if summary else "no summary (see test_cuda.log)"))
 print("\n".join(lines))
+# Issue 52's speedrun on the GPU (PARTS gpuspeedrun): each recipe and seed, reached or not.
+speed = sorted(f for f in os.listdir(out) if re.match(r"gpu_speedrun_(baby|cpu)_\d+\.log$", f))
+if speed:
+    lines += ["", "| speedrun on the GPU | seed | result |", "|---|---|---|"]
+    for f in speed:
+        track, seed = re.match(r"gpu_speedrun_(baby|cpu)_(\d+)\.log", f).groups()
+        m = re.search(r"target val loss .*", read(f))
+        err = re.search(r"^error.*", read(f), re.M)
+        result = m.group(0) if m else (err.group(0)[:200] if err else f"no target line (see {f})")
+        lines.append(f"| {'baby GPT, 1.47' if track == 'baby' else 'CPU recipe, 1.88'} | {seed} | {result} |")
+    print("\n".join(lines[-(len(speed) + 2):]))

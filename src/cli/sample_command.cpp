@@ -14,9 +14,7 @@
 #include "model/gpt.h"
 #include "sample/generator.h"
 #if NANOGPT_WITH_CUDA
-#include "gpu/gpu_model.h"
-#include "gpu/gpu_stepper.h"
-#include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/cuda_backend.h"
 #endif
 #include "sample/sample_config.h"
 #include "tokenizer/gpt2_tokenizer.h"
@@ -76,26 +74,13 @@ int sample_command(const Args& args) {
                "--ema=False for the trained weights)\n");
   }
   auto tokenizer = tokenizer_for(config, src);
-  // The CPU model, or on --device=cuda the GPU model (one sequence, the KV cache on the GPU).
-  std::unique_ptr<GPT> model;
-  std::unique_ptr<CpuBackend> ctx;
-#if NANOGPT_WITH_CUDA
-  std::unique_ptr<cuda::CudaContext> gpu_ctx;
-  std::unique_ptr<GpuGpt> gpu_model;
-  std::unique_ptr<GpuStepper> gpu_stepper;
-#endif
+  // The one model, on the CPU or on --device=cuda in the GPU's memory (the KV cache there too).
+  std::unique_ptr<Backend> backend;
   if (config.device == "cpu") {
-    model = std::make_unique<GPT>(src.config);
-    std::copy(src.params.begin(), src.params.end(), model->params().begin());
-    ctx = std::make_unique<CpuBackend>();
+    backend = std::make_unique<CpuBackend>();
   } else {
 #if NANOGPT_WITH_CUDA
-    DType dtype = DType::kF32;
-    parse_dtype(config.dtype, dtype);
-    gpu_ctx = std::make_unique<cuda::CudaContext>();
-    gpu_model = std::make_unique<GpuGpt>(*gpu_ctx, src.config, dtype, 1, 1);
-    gpu_model->upload_params(src.params.data());
-    gpu_stepper = std::make_unique<GpuStepper>(*gpu_model);
+    backend = std::make_unique<CudaBackend>();  // throws naming why when no GPU is usable
 #else
     fail(
         "--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "
@@ -103,6 +88,14 @@ int sample_command(const Args& args) {
         "with --device=cpu",
         config.device);
 #endif
+  }
+  const bool on_device = !backend->host_addressable();
+  GPT model(src.config, nullptr, MasterWeights::kInModel, on_device ? backend.get() : nullptr);
+  backend->upload(model.params().data(), src.params.data(), src.params.size() * sizeof(float));
+  if (on_device) {  // the full forward (kv_cache=False) runs its matmuls in `dtype` on the GPU
+    DType dtype = DType::kF32;
+    parse_dtype(config.dtype, dtype);
+    model.set_dtype(dtype);
   }
 
   const std::string start = read_start(config.start);
@@ -127,20 +120,14 @@ int sample_command(const Args& args) {
       std::fputs(tokenizer->decode(std::span<const TokenId>(&t, 1)).c_str(), stdout);
       std::fflush(stdout);
     };
-    if (model) {
-      generate(*model, *ctx, prompt, sampler, rng, opt, print);
-    } else {
-#if NANOGPT_WITH_CUDA
-      generate_cached(*gpu_stepper, prompt, sampler, rng, opt, print);
-#endif
-    }
+    generate(model, *backend, prompt, sampler, rng, opt, print);
     std::fputs("\n---------------\n", stdout);
     std::fflush(stdout);
   }
   double secs = timer.seconds();
   std::fprintf(stderr, "sampled %lld tokens in %.2f s (%.1f tokens/s, kv_cache %s, %s) from %s\n",
                static_cast<long long>(generated), secs, secs > 0 ? generated / secs : 0.0,
-               config.kv_cache ? "on" : "off", model ? "cpu" : "cuda", src.origin.c_str());
+               config.kv_cache ? "on" : "off", on_device ? "cuda" : "cpu", src.origin.c_str());
   return 0;
 }
 

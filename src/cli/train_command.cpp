@@ -13,7 +13,6 @@
 #include "train/trainer.h"
 #if NANOGPT_WITH_CUDA
 #include "gpu/cuda_training.h"
-#include "gpu/gpu_trainer.h"
 #endif
 
 namespace nanogpt::cli {
@@ -65,18 +64,7 @@ int train_command(const Args& args) {
       result = run_training(config, options);
     } else {
 #if NANOGPT_WITH_CUDA
-      // The GPU's own loop where it runs every key (measured beside nanoGPT), else the one
-      // trainer on the CUDA backend (not yet run on a GPU).
-      check_gpu_training_config(config);
-      if (const std::string gap = gpu_loop_gap(config); gap.empty()) {
-        result = run_training_gpu(config, options);
-      } else {
-        if (comm->rank() == 0) {
-          fmt::print("--device=cuda: {} runs through the one trainer on the CUDA backend\n", gap);
-          std::fflush(stdout);
-        }
-        result = run_training_on_cuda(config, options);
-      }
+      result = run_training_on_cuda(config, options);  // the one trainer on the GPU
 #else
       fail(
           "--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "

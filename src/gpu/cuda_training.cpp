@@ -1,25 +1,87 @@
-// run_training_on_cuda (gpu/cuda_training.h): the GPU's backend and peak, then the one trainer.
+// run_training_on_cuda (gpu/cuda_training.h): the GPU's checks, backend and peak, then the one
+// trainer.
 #include "gpu/cuda_training.h"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "core/check.h"
 #include "gpu/gpu_peak.h"
-#include "gpu/gpu_trainer.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_context.h"
 #include "kernels/dtype.h"
+#include "kernels/gpu_flash_rule.h"
 
 namespace nanogpt {
 
+void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_name,
+                                int compute_capability) {
+  auto refuse = [](const std::string& what, const std::string& instead) {
+    fail("--device=cuda does not run {} yet; {}", what, instead);
+  };
+  const std::string gpu =
+      fmt::format("{} (sm_{})", gpu_name.empty() ? "this GPU" : gpu_name, compute_capability);
+  const bool known = compute_capability > 0;
+  const bool new_enough = compute_capability >= kMinCudaComputeCapability;
+  if (c.dtype == "float16") {
+    refuse("dtype = 'float16' (no CUDA kernel takes float16 tensors)",
+           !known        ? "use --dtype=bfloat16 on a GPU of sm_80 or later (it needs no loss "
+                           "scaler), or --dtype=float32"
+           : new_enough  ? gpu + " runs bfloat16, which needs no loss scaler: use --dtype=bfloat16 "
+                                 "(or --dtype=float32)"
+                         : gpu + " has no bfloat16 tensor cores and this build's kernels need "
+                                 "sm_80: train with --device=cpu (float16 runs there, with the "
+                                 "loss scaler)");
+  }
+  if (c.profile) {
+    refuse("profile = True (the CUDA backend does not time its ops yet)",
+           "run without --profile; for the GPU's kernels, `nsys profile build/nanogpt train ...`");
+  }
+  if (c.zero_stage != 0) {
+    refuse("zero_stage = 1 (it shards the optimizer over several GPUs)",
+           "use --zero_stage=0 on one GPU");
+  }
+  DType dtype = DType::kF32;
+  parse_dtype(c.dtype == "auto" ? "bfloat16" : c.dtype, dtype);
+  CHECK(dtype == DType::kF32 || c.attention == "naive" || c.model.n_head <= 0 ||
+            c.model.n_embd / c.model.n_head <= kMaxGpuHeadSize,
+        "--device=cuda: {} attention on the GPU takes heads of at most 256 (here n_embd {} / "
+        "n_head {} = {}); use more heads, or --dtype=float32 (whose attention keeps its T x T "
+        "probabilities on the GPU)",
+        dtype_name(dtype), c.model.n_embd, c.model.n_head,
+        c.model.n_head > 0 ? c.model.n_embd / c.model.n_head : 0);
+  CHECK(!known || new_enough,
+        "--device=cuda: {} is older than this build's CUDA kernels allow (they need sm_{} or "
+        "later: A100, RTX 30xx / 40xx, L4, H100 / H200; bfloat16 tensor cores and cp.async); "
+        "train on the CPU with --device=cpu",
+        gpu, kMinCudaComputeCapability);
+}
+
 TrainResult run_training_on_cuda(TrainConfig config, TrainOptions options) {
-  check_gpu_training_config(config);
-  if (config.dtype == "auto") config.dtype = "bfloat16";  // as the GPU's own loop resolves it
+  if (config.dtype == "auto") config.dtype = "bfloat16";  // the GPU's tensor cores' format
   CHECK(options.comm == nullptr || options.comm->size() == 1,
         "--device=cuda trains on one GPU in one process; data parallelism over several GPUs is "
         "not built yet (run without mpirun)");
+  // The keys first (a refusal needs no GPU), then the GPU found; no GPU: CudaBackend says why.
+  const bool gpu_here = cuda::device_available();
+  check_cuda_training_config(config, gpu_here ? cuda::device_name() : "",
+                             gpu_here ? cuda::device_compute_capability() : 0);
   DType dtype = DType::kF32;
   parse_dtype(config.dtype, dtype);
-  CudaBackend gpu;  // throws naming why when no GPU is usable
+  if (dtype == DType::kF32 && config.attention == "flash" &&
+      !gpu_flash_attention_supported(dtype, config.model.n_embd, config.model.n_head)) {
+    // The same attention by another way (kernel choices pick how, never what).
+    config.attention = "naive";
+    if (!options.quiet && (options.comm == nullptr || options.comm->rank() == 0)) {
+      fmt::print("--device=cuda: float32 attention keeps its T x T probabilities "
+                 "(attention = 'naive'; the GPU's flash kernels are bfloat16)\n");
+    }
+  }
+  // NANOGPT_GPU_GELU_EPILOGUE=0: the bfloat16 MLP's GELU in its own kernels (an A/B switch).
+  const char* epilogue = std::getenv("NANOGPT_GPU_GELU_EPILOGUE");
+  CudaBackend gpu(/*allow_tf32=*/true, !(epilogue && std::string(epilogue) == "0"));
   const GpuPeak peak = gpu_mfu_peak(gpu.context(), dtype);
   options.device = &gpu;
   options.device_description = fmt::format("{}, {}", cuda::device_description(), peak.description);

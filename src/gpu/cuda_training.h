@@ -1,15 +1,30 @@
-// The one trainer (train/trainer.h) on one NVIDIA GPU: a CudaBackend holds the model, the optimizer
-// state and the weight average and runs every op, and the run's MFU is taken against the GPU's
-// peak (gpu_peak.h). The CLI sends here the --device=cuda runs with a key the GPU's own loop
-// (gpu_trainer.h) does not run: Muon, SGD, time to a target, own learning rates, QK-norm's query
-// gain, U-net skips, the attention gain, the sequence-length warmup, the weight average. Built and
-// tested on the CPU behind device-style memory; not yet run on a GPU.
+// The one trainer (train/trainer.h) on one NVIDIA GPU, for `nanogpt train --device=cuda`: a
+// CudaBackend holds the model, the optimizer state and the weight average and runs every op, and
+// the run's MFU is taken against the GPU's peak (gpu_peak.h). What it cannot run on the GPU it
+// finds is refused first, naming the key, the GPU and the fix (check_cuda_training_config).
+// Built and tested on the CPU behind device-style memory; scripts/gpu_check.sh runs it on a GPU.
 #pragma once
+
+#include <string>
 
 #include "train/train_config.h"
 #include "train/trainer.h"
 
 namespace nanogpt {
+
+// The compute capability (major * 10 + minor) the CUDA kernels need: bfloat16 tensor cores,
+// cp.async (sm_80: A100, RTX 30xx and later). The build's CMAKE_CUDA_ARCHITECTURES start there.
+inline constexpr int kMinCudaComputeCapability = 80;
+// The largest head the GPU's 16-bit attention takes (kernels/cuda/attention_any_head.cu; heads of
+// 64 run on the tensor cores' flash kernels).
+inline constexpr int kMaxGpuHeadSize = 256;
+
+// Throws nanogpt::Error naming the first key, or the GPU, that this build cannot train with on
+// `gpu_name` of `compute_capability` (0: no GPU known yet; only the keys are checked), and what
+// to use instead: float16 (no CUDA kernel takes float16 tensors yet), the per-op profile (the CUDA
+// backend does not time its ops), ZeRO-1 (several GPUs are not built yet), a GPU older than sm_80.
+void check_cuda_training_config(const TrainConfig& config, const std::string& gpu_name,
+                                int compute_capability);
 
 TrainResult run_training_on_cuda(TrainConfig config, TrainOptions options = {});
 

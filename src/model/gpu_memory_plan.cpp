@@ -1,5 +1,4 @@
-// plan_gpu_memory (gpu_memory_plan.h): the GPU model's buffers (gpu/gpu_model.cpp allocates the
-// same list), counted in bytes.
+// plan_gpu_memory (gpu_memory_plan.h): the GPU's training buffers, counted in bytes.
 #include "model/gpu_memory_plan.h"
 
 #include "kernels/gpu_flash_rule.h"
@@ -19,7 +18,7 @@ GpuMemoryPlan plan_gpu_memory(const ModelConfig& config, DType dtype, int B, int
   p.grads = 4 * P;
   p.optimizer = 8 * P;
   const bool flash =
-      !naive_attention && gpu_flash_attention_supported(dtype, config.n_embd, config.n_head);
+      !naive_attention && gpu_attention_keeps_statistics(dtype, config.n_embd, config.n_head);
   const int64_t att = flash ? int64_t{B} * NH * T * 4 : int64_t{B} * NH * T * T * e;
   // Per layer: ln1, qkv, atty, ln2 (C + 3C + C + C), fch and its activation (8C) in the act dtype,
   // att (NH T T per sequence; flash: NH T statistics), res2 and res3 in float32, 4 statistics.

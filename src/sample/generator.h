@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/backend.h"
 #include "model/gpt.h"
 #include "sample/token_sampler.h"
 
@@ -20,9 +20,8 @@ struct GenerateOptions {
   int stop_token = -1;  // >= 0: stop after generating it
 };
 
-// What cached generation needs of a model, whatever runs it: one token at a time into its KV
-// cache. The CPU's is GPT::forward_one with a KvCache (generate() below builds it); the GPU's is
-// gpu/gpu_stepper.h.
+// What cached generation needs of a model: one token at a time into its KV cache. generate()
+// below steps GPT::forward_one into a KvCache in the model's memory, on whatever backend holds it.
 class TokenStepper {
  public:
   virtual ~TokenStepper() = default;
@@ -40,7 +39,9 @@ std::vector<int> generate_cached(TokenStepper& model, const std::vector<int>& pr
                                  const std::function<void(int)>& on_token = {});
 
 // Returns prompt + generated ids. on_token (may be empty) is called with each new id as it comes.
-std::vector<int> generate(GPT& model, CpuBackend& ctx, const std::vector<int>& prompt,
+// ops: the backend whose memory holds the model (the GPT's `memory`; a CpuBackend for a model in
+// host memory); the KV cache is made in the same memory.
+std::vector<int> generate(GPT& model, Backend& ops, const std::vector<int>& prompt,
                           TokenSampler& sampler, Rng& rng, const GenerateOptions& options,
                           const std::function<void(int)>& on_token = {});
 

@@ -47,7 +47,8 @@ struct SampleConfig {
     v("threads", threads, "CPU threads; 0 = all cores");
     v("device", device,
       "'cpu' (default), or 'cuda' / 'cuda:0': sample on the first NVIDIA GPU (with the KV cache)");
-    v("dtype", dtype, "--device=cuda: 'float32' (default) or 'bfloat16' weights and activations");
+    v("dtype", dtype, "--device=cuda: 'float32' (default) or 'bfloat16' matmuls of the full forward "
+      "(kv_cache=False); the KV-cache path reads the float32 weights");
     v("ema", ema,
       "a checkpoint of a run that kept the weights' moving average (ema_decay): sample from the "
       "average (True, what its evaluations ran on) or from the trained weights (False)");

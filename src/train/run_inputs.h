@@ -1,5 +1,4 @@
-// What a training run reads besides its config, the same on every device (train/trainer.cpp, and
-// gpu/gpu_trainer.cpp on a GPU): the dataset's meta.json, the token files of a split, and the
+// What a training run reads besides its config, the same on every device (train/trainer.cpp): the dataset's meta.json, the token files of a split, and the
 // dropout seed of each micro-step (so masks, hence losses, match across devices and on resume).
 #pragma once
 

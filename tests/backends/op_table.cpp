@@ -206,7 +206,9 @@ void add_attention_rows(std::vector<OpRow>& rows) {
     int B, T, C, NH;
   };
   for (const DType dt : kDtypes) {
-    for (const Shape s : {Shape{2, 9, 32, 2}, Shape{1, 64, 128, 2}}) {
+    // heads of 16, 64 (the GPU's flash kernels in bfloat16) and 32 (its any-head kernel, as the
+    // CPU speedrun recipe's)
+    for (const Shape s : {Shape{2, 9, 32, 2}, Shape{1, 64, 128, 2}, Shape{2, 33, 96, 3}}) {
       const int B = s.B, T = s.T, C = s.C, NH = s.NH;
       for (const float p : {0.0f, 0.1f}) {
         if (p > 0 && dt != DType::kF32) continue;  // the 16-bit masks are drawn per batch group

@@ -32,8 +32,8 @@ RUN_MARK = "<!-- docs-test: run -->"
 SETUP_HEADING = "## Set-up on a fresh Debian 12 machine"
 SETUP_COMMANDS = ["bash scripts/quickstart.sh", "bash scripts/test.sh"]
 TABLE_HEADING = "## What runs where"
-GPU_SOURCE = "src/gpu/gpu_trainer.cpp"
-GPU_FUNCTION = "check_gpu_training_config"
+GPU_SOURCE = "src/gpu/cuda_training.cpp"
+GPU_FUNCTION = "check_cuda_training_config"
 # Commands whose keys are train's too (estimate, autotune and sweep pass them on to training).
 TRAIN_LIKE = {"train", "estimate", "autotune", "sweep"}
 # Appended to the commands of run blocks so that they finish in seconds (the last value wins).
@@ -474,7 +474,7 @@ def check_device_table(readme, ctx, work):
 
 
 TINY_GPU = ["--dataset=docs_test_no_such_dataset", "--out_dir=out-docs-gpu", "--n_layer=2",
-            "--n_head=2", "--n_embd=64", "--block_size=256", "--batch_size=2", "--max_iters=1",
+            "--n_head=1", "--n_embd=64", "--block_size=256", "--batch_size=2", "--max_iters=1",
             "--eval_iters=1", "--dtype=bfloat16"]
 
 

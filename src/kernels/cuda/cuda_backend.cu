@@ -260,13 +260,18 @@ void CudaBackend::attention_forward(float* out, float* lse, const float* qkv, in
 }
 void CudaBackend::attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int B, int T,
                                     int C, int NH, float dropout_p, uint64_t seed) {
-  if (!cuda::flash_attention_supported(qkv.dtype, C, NH)) {
+  if (cuda::flash_attention_supported(qkv.dtype, C, NH)) {
+    cuda::flash_attention_forward_mma(ctx_, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+    return;
+  }
+  if (!cuda::attention_any_head_supported(C, NH)) {
     unsupported("attention_forward (flash)",
-                fmt::format("the flash kernel takes bfloat16 heads of 64 (here {}, head size {}); "
-                            "attention='naive' runs the rest",
+                fmt::format("heads of at most 256 (here {}, head size {}); attention='naive' runs "
+                            "the rest in float32",
                             dtype_name(qkv.dtype), C / NH));
   }
-  cuda::flash_attention_forward_mma(ctx_, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+  no_f16("attention_forward", qkv.dtype);
+  cuda::attention_any_head_forward(out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 void CudaBackend::attention_backward(float* dqkv, const float* dout, const float* out,
                                      const float* lse, const float* qkv, int B, int T, int C,
@@ -277,14 +282,24 @@ void CudaBackend::attention_backward(float* dqkv, const float* dout, const float
 void CudaBackend::attention_backward(TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
                                      const float* lse, ConstTypedPtr qkv, int B, int T, int C,
                                      int NH, float dropout_p, uint64_t seed) {
-  if (!cuda::flash_attention_supported(qkv.dtype, C, NH)) {
+  const bool flash = cuda::flash_attention_supported(qkv.dtype, C, NH);
+  if (!flash && !cuda::attention_any_head_supported(C, NH)) {
     unsupported("attention_backward (flash)",
-                fmt::format("the flash kernel takes bfloat16 heads of 64 (here {}, head size {})",
-                            dtype_name(qkv.dtype), C / NH));
+                fmt::format("heads of at most 256 (here {}, head size {})", dtype_name(qkv.dtype),
+                            C / NH));
   }
+  no_f16("attention_backward", qkv.dtype);
   const int64_t n = int64_t{B} * T * 3 * C;
-  const TypedPtr t{temp(static_cast<size_t>(n) * dtype_size(dqkv.dtype)), dqkv.dtype};
-  cuda::flash_attention_backward_mma(ctx_, t, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+  const size_t grad_bytes = (static_cast<size_t>(n) * dtype_size(qkv.dtype) + 255) / 256 * 256;
+  const size_t delta_bytes = static_cast<size_t>(B) * NH * T * sizeof(float);
+  auto* scratch = static_cast<std::byte*>(temp(grad_bytes + (flash ? 0 : delta_bytes)));
+  const TypedPtr t{scratch, qkv.dtype};
+  if (flash) {
+    cuda::flash_attention_backward_mma(ctx_, t, dout, out, lse, qkv, B, T, C, NH, dropout_p, seed);
+  } else {
+    cuda::attention_any_head_backward(t, reinterpret_cast<float*>(scratch + grad_bytes), dout, out,
+                                      lse, qkv, B, T, C, NH, dropout_p, seed);
+  }
   accumulate(dqkv, t, n);
 }
 void CudaBackend::attention_naive_forward(float* out, float* att, const float* qkv, int B, int T,

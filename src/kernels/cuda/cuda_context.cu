@@ -30,6 +30,13 @@ std::string device_name() {
   return p.name;
 }
 
+int device_compute_capability() {
+  if (!device_available()) return 0;
+  cudaDeviceProp p{};
+  NANOGPT_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  return p.major * 10 + p.minor;
+}
+
 std::string device_description() {
   std::string why;
   if (!device_available(&why)) return "no CUDA device (" + why + ")";

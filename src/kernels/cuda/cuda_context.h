@@ -1,6 +1,6 @@
 // CudaContext: the process's handle on one NVIDIA GPU (device 0): the cuBLAS and cuBLASLt handles,
 // cuBLASLt's workspace, and a small scratch arena the ops borrow per call. RAII; one per run.
-// This header includes no CUDA header, so host code (the GPU model, tests) compiles with g++ alone.
+// This header includes no CUDA header, so host code (gpu/cuda_training, tests) compiles with g++ alone.
 #pragma once
 
 #include <array>
@@ -17,6 +17,9 @@ bool device_available(std::string* why = nullptr);
 
 // The device's name ("NVIDIA H200"); "" without a device.
 std::string device_name();
+
+// The device's compute capability as major * 10 + minor (90 for an H100 / H200); 0 without one.
+int device_compute_capability();
 
 // "NVIDIA H200, 132 SMs, 139.8 GiB, compute capability 9.0, driver 13.0".
 std::string device_description();

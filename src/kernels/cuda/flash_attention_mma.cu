@@ -4,7 +4,7 @@
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 through inline PTX, operands fetched with
 // ldmatrix (.trans for the operands stored (k, n) row-major) from swizzled shared-memory tiles
 // filled by cp.async (double-buffered), and the softmax applied to the accumulator fragments in
-// registers. Not yet the default (see GpuGpt): flash_attention.cu's wmma kernels stay the op.
+// registers. CudaBackend's flash attention (flash_attention.cu's wmma kernels were the first).
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16", bf16), with g = lane / 4 and
 // q = lane % 4:

@@ -173,11 +173,19 @@ void flash_attention_forward(CudaContext& ctx, TypedPtr out, float* lse, ConstTy
 void flash_attention_backward(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout,
                               ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B, int T,
                               int C, int NH, float dropout_p, uint64_t seed);
+// The same op for any head size up to 256 in float32 or bfloat16 (attention_any_head.cu: a warp a
+// row, no tensor cores; for the shapes flash_attention_supported does not take). The backward
+// OVERWRITES dqkv's q, k and v parts; delta: (B, NH, T) floats of scratch.
+bool attention_any_head_supported(int C, int NH);
+void attention_any_head_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int B, int T, int C,
+                                int NH, float dropout_p, uint64_t seed);
+void attention_any_head_backward(TypedPtr dqkv, float* delta, ConstTypedPtr dout,
+                                 ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B,
+                                 int T, int C, int NH, float dropout_p, uint64_t seed);
 // The same op on mma.sync fragments (flash_attention_mma.cu: register-level tensor-core code,
-// ldmatrix, cp.async double buffering): the GPU model's default (gpu/gpu_model.h
-// GpuFlashKernel). Same arguments, results and determinism as flash_attention_forward /
-// flash_attention_backward, under the same flash_attention_supported rule; out and dqkv must be
-// 16-byte aligned too.
+// ldmatrix, cp.async double buffering): CudaBackend's flash attention. Same arguments, results and
+// determinism as flash_attention_forward / flash_attention_backward, under the same
+// flash_attention_supported rule; out and dqkv must be 16-byte aligned too.
 void flash_attention_forward_mma(CudaContext& ctx, TypedPtr out, float* lse, ConstTypedPtr qkv,
                                  int B, int T, int C, int NH, float dropout_p, uint64_t seed);
 void flash_attention_backward_mma(CudaContext& ctx, TypedPtr dqkv, ConstTypedPtr dout,

@@ -1,0 +1,88 @@
+// What `train --device=cuda` decides without a GPU: the datasheet peaks its MFU is taken against
+// (gpu/gpu_peak.h), and the refusals of check_cuda_training_config (gpu/cuda_training.h), each
+// naming the key, the GPU and the fix. (The one trainer on a GPU: tests/backends.)
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/check.h"
+#include "gpu/cuda_training.h"
+#include "gpu/gpu_peak.h"
+
+namespace nanogpt {
+namespace {
+
+TEST(CudaTraining, DatasheetPeaksByName) {
+  EXPECT_DOUBLE_EQ(datasheet_peak_flops("NVIDIA H200", DType::kBF16), 989.4e12);
+  EXPECT_DOUBLE_EQ(datasheet_peak_flops("NVIDIA H100 80GB HBM3", DType::kBF16), 989.4e12);
+  EXPECT_DOUBLE_EQ(datasheet_peak_flops("NVIDIA H100 PCIe", DType::kBF16), 756e12);
+  EXPECT_DOUBLE_EQ(datasheet_peak_flops("NVIDIA A100-SXM4-80GB", DType::kF32), 156e12);
+  EXPECT_EQ(datasheet_peak_flops("NVIDIA GeForce RTX 4090", DType::kBF16), 0);  // measured then
+}
+
+std::string refusal(const TrainConfig& t, const std::string& gpu, int cc) {
+  try {
+    check_cuda_training_config(t, gpu, cc);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(CudaTraining, RefusesFloat16ByTheGpusNameWithTheFix) {
+  TrainConfig t;
+  t.dtype = "float16";
+  const std::string h200 = refusal(t, "NVIDIA H200", 90);
+  EXPECT_NE(h200.find("NVIDIA H200 (sm_90)"), std::string::npos) << h200;
+  EXPECT_NE(h200.find("--dtype=bfloat16"), std::string::npos) << h200;
+  const std::string t4 = refusal(t, "Tesla T4", 75);
+  EXPECT_NE(t4.find("Tesla T4 (sm_75)"), std::string::npos) << t4;
+  EXPECT_NE(t4.find("--device=cpu"), std::string::npos) << t4;
+  const std::string unknown = refusal(t, "", 0);  // checked before a GPU is looked for
+  EXPECT_NE(unknown.find("dtype = 'float16'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("sm_80"), std::string::npos) << unknown;
+}
+
+TEST(CudaTraining, RefusesZeroOneAndGpusOlderThanTheKernels) {
+  TrainConfig t;
+  t.dtype = "bfloat16";
+  EXPECT_EQ(refusal(t, "NVIDIA H200", 90), "no error");
+  EXPECT_EQ(refusal(t, "", 0), "no error");
+  const std::string v100 = refusal(t, "Tesla V100-SXM2-16GB", 70);
+  EXPECT_NE(v100.find("Tesla V100-SXM2-16GB (sm_70)"), std::string::npos) << v100;
+  EXPECT_NE(v100.find("--device=cpu"), std::string::npos) << v100;
+  t.zero_stage = 1;
+  EXPECT_NE(refusal(t, "NVIDIA H200", 90).find("--zero_stage=0"), std::string::npos);
+  t.zero_stage = 0;
+  t.profile = true;
+  EXPECT_NE(refusal(t, "", 0).find("nsys profile"), std::string::npos);
+  t.profile = false;
+  // bfloat16 attention on the GPU: heads of at most 256 (float32: the T x T way, any head).
+  t.model.n_embd = 128;
+  t.model.n_head = 4;
+  EXPECT_EQ(refusal(t, "NVIDIA H200", 90), "no error");  // the CPU speedrun recipe's heads of 32
+  t.model.n_embd = 1024;
+  t.model.n_head = 2;
+  const std::string hs512 = refusal(t, "NVIDIA H200", 90);
+  EXPECT_NE(hs512.find("at most 256 (here n_embd 1024 / n_head 2 = 512)"), std::string::npos)
+      << hs512;
+  t.dtype = "float32";
+  EXPECT_EQ(refusal(t, "NVIDIA H200", 90), "no error");
+  t.dtype = "bfloat16";
+  t.model.n_embd = 768;
+  t.model.n_head = 12;
+  // Every other key runs on the GPU through the one trainer: none is refused.
+  t.zero_stage = 0;
+  t.optim.optimizer = "muon";
+  t.target_loss = 1.5;
+  t.optim.head_learning_rate = 1e-3;
+  t.model.qk_norm_gain = 2;
+  t.model.unet_skips = true;
+  t.model.attn_gain = 0.5;
+  t.context_warmup_iters = 100;
+  t.ema_decay = 0.9;
+  EXPECT_EQ(refusal(t, "NVIDIA H200", 90), "no error");
+}
+
+}  // namespace
+}  // namespace nanogpt
