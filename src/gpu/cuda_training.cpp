@@ -35,10 +35,6 @@ void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_nam
                                  "sm_80: train with --device=cpu (float16 runs there, with the "
                                  "loss scaler)");
   }
-  if (c.profile) {
-    refuse("profile = True (the CUDA backend does not time its ops yet)",
-           "run without --profile; for the GPU's kernels, `nsys profile build/nanogpt train ...`");
-  }
   if (c.zero_stage != 0) {
     refuse("zero_stage = 1 (it shards the optimizer over several GPUs)",
            "use --zero_stage=0 on one GPU");

@@ -42,6 +42,9 @@ class Backend : public MemorySpace, public OptimizerOps {
   // Every op called from here on is timed into `profile` (null: none, the default).
   void set_profile(OpProfile* profile) { profile_ = profile; }
   OpProfile* profile() const { return profile_; }
+  // Moves the op times a backend measures asynchronously (a GPU's events) into the attached
+  // profile; ProfileScope calls it as it ends. The CPU times its ops as they run: nothing to do.
+  virtual void flush_profile() {}
   // The class the matmuls are charged to (OpClass::kMatmul; the head's: kClassifier).
   void set_matmul_class(OpClass c) { matmul_class_ = c; }
   OpClass matmul_class() const { return matmul_class_; }
@@ -142,7 +145,10 @@ class ProfileScope {
   ProfileScope(Backend& backend, OpProfile* profile) : backend_(backend), saved_(backend.profile()) {
     backend_.set_profile(profile);
   }
-  ~ProfileScope() { backend_.set_profile(saved_); }
+  ~ProfileScope() {
+    backend_.flush_profile();
+    backend_.set_profile(saved_);
+  }
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;
 

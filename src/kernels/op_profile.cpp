@@ -82,10 +82,12 @@ std::string OpProfile::table(const ComputePeaks& peaks, double peak_bytes_per_s)
     std::string throughput = "-", percent = "-";
     if (s.seconds > 0 && compute && s.flops > 0) {
       throughput = fmt::format("{:.1f} GFLOP/s", s.flops / s.seconds / 1e9);
-      percent = fmt::format("{:.0f}%", 100.0 * s.flops / s.seconds / flop_peak);
+      if (flop_peak > 0) percent = fmt::format("{:.0f}%", 100.0 * s.flops / s.seconds / flop_peak);
     } else if (s.seconds > 0 && s.bytes > 0) {
       throughput = fmt::format("{:.1f} GB/s", s.bytes / s.seconds / 1e9);
-      percent = fmt::format("{:.0f}%", 100.0 * s.bytes / s.seconds / peak_bytes_per_s);
+      if (peak_bytes_per_s > 0) {
+        percent = fmt::format("{:.0f}%", 100.0 * s.bytes / s.seconds / peak_bytes_per_s);
+      }
     }
     return fmt::format("{:<{}} {:>10.2f} {:>6.1f}% {:>8.4g} {:>12} {:>9} {}\n", name, name_width,
                        ms, 100.0 * share, static_cast<double>(s.calls) / steps, throughput, percent,

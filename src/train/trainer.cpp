@@ -39,6 +39,7 @@
 #include "optim/grad_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
+#include "train/device_profile_peaks.h"
 #include "train/full_eval.h"
 #include "train/host_staging.h"
 #include "train/metrics.h"
@@ -662,6 +663,16 @@ class TrainingRun {
   // two op classes then read 98% and 106% of "peak".
   void print_profile() {
     if (profile_.steps() == 0) return;
+    if (!backend_->host_addressable()) {  // a device: its peak and its bandwidth, not the CPU's
+      const DeviceProfilePeaks device =
+          measure_device_profile_peaks(*backend_, options_.device_peak_flops);
+      say(fmt::format("profile on {} (its {} peak of {:.0f} TFLOP/s stands as fp32 below, and "
+                      "its copy bandwidth measured now):",
+                      backend_->memory_name(), dtype_name(dtype_),
+                      options_.device_peak_flops / 1e12));
+      say(profile_.table(device.compute, device.bytes_per_s));
+      return;
+    }
     const double bandwidth =
         remember_best_peak("memory triad bytes/s", measure_memory_bandwidth(threads_), threads_)
             .flops_per_s;

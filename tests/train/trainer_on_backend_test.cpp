@@ -16,6 +16,7 @@
 
 #include "backends/off_host_cpu_backend.h"
 #include "core/check.h"
+#include "train/device_profile_peaks.h"
 #include "train/tiny_training.h"
 #include "train/trainer.h"
 
@@ -97,6 +98,34 @@ TEST(TrainerOnBackendRefusals, DataParallelismAndZeroOneNameTheDevice) {
     EXPECT_NE(m.find("device 'cpu-off-host'"), std::string::npos) << m;
     EXPECT_NE(m.find("zero_stage=1"), std::string::npos) << m;
   }
+  fs::remove_all(root);
+}
+
+// --profile=True on a device backend: the ops are charged as on the host (kernels/op_costs.h), and
+// the table is read against the device's peak and its copy bandwidth measured through the seam.
+TEST(TrainerOnBackendProfile, TimesTheOpsAgainstTheDevicesPeakAndBandwidth) {
+  const fs::path root = fs::temp_directory_path() /
+                        ("nanogpt_trainer_on_backend_profile_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path data = make_dataset(root);
+  TrainConfig t = config_of(Case{"x", "adamw", "bfloat16"}, data, root / "out", 3);
+  t.profile = true;
+  testing::OffHostCpuBackend device;
+  TrainOptions o;
+  o.device = &device;
+  o.device_peak_flops = 1e12;
+  ::testing::internal::CaptureStdout();
+  run_training(t, o);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("profile on cpu-off-host (its bfloat16 peak of 1 TFLOP/s"), std::string::npos)
+      << out;
+  for (const char* row : {"matmul", "attention", "norm", "classifier"}) {  // the class rows
+    EXPECT_NE(out.find("\n" + std::string(row) + " "), std::string::npos) << row << "\n" << out;
+  }
+  const DeviceProfilePeaks peaks = measure_device_profile_peaks(device, 2e12);
+  EXPECT_GT(peaks.bytes_per_s, 1e8);
+  EXPECT_DOUBLE_EQ(peaks.compute.matmul(), 2e12);
+  EXPECT_DOUBLE_EQ(peaks.compute.for_op_class(OpClass::kAttention), 2e12);
   fs::remove_all(root);
 }
 

@@ -7,16 +7,15 @@
 // backward's dq is a warp per query row and dk, dv a warp per key row, each written once, so the
 // results are deterministic. O(T^2 HS) reads per head from L2: a small model's path, not GPT-2's.
 //
-// Row r = (b*NH + h)*T + t; Q, K, V of (b, t, h) at qkv (B,T,3C) + (b*T + t)*3C + {0, C, 2C} + h*HS;
-// out, dout (B,T,C) at (b*T + t)*C + h*HS; lse, delta (B,NH,T) at r; dropout index r*T + s.
-#include "kernels/cuda/cuda_util.cuh"
-#include "kernels/ops_lowp.h"
-
+// Row r = (b*NH + h)*T + t; Q, K, V of (b, t, h) at qkv (B,T,3C) + (b*T + t)*3C + {0, C, 2C} +
+// h*HS; out, dout (B,T,C) at (b*T + t)*C + h*HS; lse, delta (B,NH,T) at r; dropout index r*T + s.
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/cuda_util.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/ops_lowp.h"
 
 namespace nanogpt::cuda {
 
@@ -87,8 +86,8 @@ __device__ __forceinline__ void store(T* p, const float (&x)[kPerLane], float mu
   }
 }
 
-__device__ __forceinline__ float mask(const Shape& s, float p, uint64_t seed, int group,
-                                      int64_t r, int key) {
+__device__ __forceinline__ float mask(const Shape& s, float p, uint64_t seed, int group, int64_t r,
+                                      int key) {
   return p > 0 ? attention_dropout_mult(seed, group, s.per_b(), r * s.T + key, p) : 1.0f;
 }
 
@@ -202,8 +201,7 @@ Shape shape_of(const char* op, int B, int T, int C, int NH, float dropout_p) {
   CHECK(B > 0 && T > 0 && NH > 0 && C % NH == 0 && attention_any_head_supported(C, NH),
         "{} on the GPU: B {}, T {}, C {}, NH {}: needs C divisible by NH and heads of at most {}",
         op, B, T, C, NH, kMaxHeadSize);
-  CHECK(dropout_p >= 0 && dropout_p < 1, "{} on the GPU: dropout {} outside [0, 1)", op,
-        dropout_p);
+  CHECK(dropout_p >= 0 && dropout_p < 1, "{} on the GPU: dropout {} outside [0, 1)", op, dropout_p);
   const int HS = C / NH;
   return Shape{B, T, NH, HS, 1.0f / std::sqrt(static_cast<float>(HS))};
 }
@@ -233,9 +231,9 @@ void attention_any_head_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int
   NANOGPT_CUDA_CHECK_LAUNCH();
 }
 
-void attention_any_head_backward(TypedPtr dqkv, float* delta, ConstTypedPtr dout,
-                                 ConstTypedPtr out, const float* lse, ConstTypedPtr qkv, int B,
-                                 int T, int C, int NH, float dropout_p, uint64_t seed) {
+void attention_any_head_backward(TypedPtr dqkv, float* delta, ConstTypedPtr dout, ConstTypedPtr out,
+                                 const float* lse, ConstTypedPtr qkv, int B, int T, int C, int NH,
+                                 float dropout_p, uint64_t seed) {
   const Shape s = shape_of("attention_any_head_backward", B, T, C, NH, dropout_p);
   CHECK(dqkv.dtype == qkv.dtype && dout.dtype == qkv.dtype && out.dtype == qkv.dtype,
         "attention_any_head_backward on the GPU: dqkv ({}), dout ({}), out ({}) and qkv ({}) must "

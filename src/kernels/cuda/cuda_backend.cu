@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_util.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/vec.cuh"
+#include "kernels/op_costs.h"
 
 namespace nanogpt {
 
@@ -69,8 +70,8 @@ void scale_query(TypedPtr qkv, int64_t N, int C, float s) {
   if (N <= 0) return;
   cuda::dispatch_dtype(qkv.dtype, "scale_query", [&](auto t) {
     using T = decltype(t);
-    scale_query_kernel<T><<<cuda::grid_for(N * C, kThreads), kThreads>>>(
-        static_cast<T*>(qkv.data), N, C, s);
+    scale_query_kernel<T>
+        <<<cuda::grid_for(N * C, kThreads), kThreads>>>(static_cast<T*>(qkv.data), N, C, s);
   });
   NANOGPT_CUDA_CHECK_LAUNCH();
 }
@@ -95,8 +96,9 @@ void accumulate(TypedPtr acc, ConstTypedPtr x, int64_t n) {
 
 void no_f16(const char* op, DType t) {
   if (t == DType::kF16) {
-    unsupported(op, "float16 tensors have no CUDA kernel yet (use dtype='bfloat16' or "
-                    "'float32')");
+    unsupported(op,
+                "float16 tensors have no CUDA kernel yet (use dtype='bfloat16' or "
+                "'float32')");
   }
 }
 
@@ -127,6 +129,9 @@ void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
   if (bytes) cuda::copy_to_host(host_dst, src, bytes);
 }
 void CudaBackend::synchronize() { ctx_.synchronize("CudaBackend ops"); }
+void CudaBackend::flush_profile() {
+  if (profile_) timer_.flush(*profile_);
+}
 
 bool CudaBackend::supports(std::string_view /*op*/, DType dtype) const {
   return dtype != DType::kF16;
@@ -154,32 +159,44 @@ ConstTypedPtr CudaBackend::bias_for(const float* bias, DType out_dtype, int OC) 
 
 void CudaBackend::encoder_forward(float* out, const int* inp, const float* wte, const float* wpe,
                                   int B, int T, int C) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "encoder_forward",
+                         op_cost::encoder_forward(B, T, C));
   cuda::encoder_forward(out, inp, wte, wpe, B, T, C);
 }
 void CudaBackend::encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp,
                                    int B, int T, int C) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "encoder_backward",
+                         op_cost::encoder_backward(B, T, C));
   cuda::encoder_backward(ctx_, dwte, dwpe, dout, inp, B, T, C);
 }
 void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                     const float* weight, const float* bias, int64_t N, int C,
                                     NormKind norm) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "layernorm_forward",
+                         op_cost::layernorm_forward(N, C));
   cuda::layernorm_forward(TypedPtr(out), mean, rstd, inp, weight, bias, N, C, norm);
 }
 void CudaBackend::layernorm_forward(TypedPtr out, float* mean, float* rstd, const float* inp,
                                     const float* weight, const float* bias, int64_t N, int C,
                                     NormKind norm) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "layernorm_forward",
+                         op_cost::layernorm_forward(N, C, out.dtype));
   no_f16("layernorm_forward", out.dtype);
   cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, norm);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                      const float* inp, const float* weight, const float* mean,
                                      const float* rstd, int64_t N, int C, NormKind norm) {
-  cuda::layernorm_backward(ctx_, dinp, dweight, dbias, ConstTypedPtr(dout), inp, weight, mean,
-                           rstd, N, C, norm);
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "layernorm_backward",
+                         op_cost::layernorm_backward(N, C));
+  cuda::layernorm_backward(ctx_, dinp, dweight, dbias, ConstTypedPtr(dout), inp, weight, mean, rstd,
+                           N, C, norm);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                                      const float* inp, const float* weight, const float* mean,
                                      const float* rstd, int64_t N, int C, NormKind norm) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "layernorm_backward",
+                         op_cost::layernorm_backward(N, C, dout.dtype));
   no_f16("layernorm_backward", dout.dtype);
   cuda::layernorm_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
 }
@@ -187,12 +204,16 @@ void CudaBackend::residual_layernorm_forward(float* res, float* out, float* mean
                                              const float* a, const float* b, const float* weight,
                                              const float* bias, int64_t N, int C, NormKind norm,
                                              float w) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "residual_layernorm_forward",
+                         op_cost::residual_layernorm_forward(N, C));
   residual_layernorm_forward(res, TypedPtr(out), mean, rstd, a, b, weight, bias, N, C, norm, w);
 }
 void CudaBackend::residual_layernorm_forward(float* res, TypedPtr out, float* mean, float* rstd,
                                              const float* a, const float* b, const float* weight,
                                              const float* bias, int64_t N, int C, NormKind norm,
                                              float w) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "residual_layernorm_forward",
+                         op_cost::residual_layernorm_forward(N, C, out.dtype));
   no_f16("residual_layernorm_forward", out.dtype);
   if (w == 1.0f) {
     cuda::residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C, norm);
@@ -204,16 +225,21 @@ void CudaBackend::residual_layernorm_forward(float* res, TypedPtr out, float* me
 
 void CudaBackend::matmul_forward(float* out, const float* inp, const float* weight,
                                  const float* bias, int64_t N, int C, int OC) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_forward",
+                         op_cost::matmul_forward(N, C, OC));
   matmul_forward(TypedPtr(out), ConstTypedPtr(inp), ConstTypedPtr(weight), bias, N, C, OC);
 }
 void CudaBackend::matmul_forward(TypedPtr out, ConstTypedPtr inp, ConstTypedPtr weight,
                                  const float* bias, int64_t N, int C, int OC) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_forward",
+                         op_cost::matmul_forward(N, C, OC, inp.dtype, out.dtype));
   no_f16("matmul_forward", inp.dtype);
   cuda::matmul_forward(ctx_, out, inp, weight, bias_for(bias, out.dtype, OC), N, C, OC);
 }
 void CudaBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, int64_t N, int C,
-                                  int OC) {
+                                  const float* inp, const float* weight, int64_t N, int C, int OC) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_backward",
+                         op_cost::matmul_backward(N, C, OC, dinp != nullptr));
   matmul_backward(TypedPtr(dinp), dweight, dbias, ConstTypedPtr(dout), ConstTypedPtr(inp),
                   ConstTypedPtr(weight), N, C, OC);
 }
@@ -221,6 +247,8 @@ void CudaBackend::matmul_backward(float* dinp, float* dweight, float* dbias, con
 void CudaBackend::matmul_backward(TypedPtr dinp, float* dweight, float* dbias, ConstTypedPtr dout,
                                   ConstTypedPtr inp, ConstTypedPtr weight, int64_t N, int C,
                                   int OC) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_backward",
+                         op_cost::matmul_backward(N, C, OC, static_cast<bool>(dinp), dout.dtype));
   no_f16("matmul_backward", dout.dtype);
   if (!dinp) {
     cuda::matmul_backward(ctx_, {}, dweight, dbias, dout, inp, weight, N, C, OC);
@@ -233,12 +261,16 @@ void CudaBackend::matmul_backward(TypedPtr dinp, float* dweight, float* dbias, C
 void CudaBackend::matmul_backward_overwrite(TypedPtr dinp, float* dweight, float* dbias,
                                             ConstTypedPtr dout, ConstTypedPtr inp,
                                             ConstTypedPtr weight, int64_t N, int C, int OC) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_backward_overwrite",
+                         op_cost::matmul_backward_overwrite(N, C, OC, dout.dtype));
   no_f16("matmul_backward_overwrite", dout.dtype);
   cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 void CudaBackend::matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
                                       ConstTypedPtr weight, const float* bias, int64_t N, int C,
                                       int OC, MlpActivation kind) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_gelu_forward",
+                         op_cost::matmul_gelu_forward(N, C, OC, inp.dtype, fch.dtype));
   no_f16("matmul_gelu_forward", inp.dtype);
   cuda::matmul_gelu_forward(ctx_, fch_gelu, fch, inp, weight, bias_for(bias, fch.dtype, OC), N, C,
                             OC, kind, gelu_epilogue_);
@@ -247,6 +279,8 @@ void CudaBackend::matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstType
 void CudaBackend::gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbias,
                                        ConstTypedPtr dout, ConstTypedPtr pre, ConstTypedPtr weight,
                                        int64_t N, int C, int OC, MlpActivation kind) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_matmul_backward",
+                         op_cost::gelu_matmul_backward(N, C, OC, pre.dtype));
   no_f16("gelu_matmul_backward", pre.dtype);
   const TypedPtr act{temp(static_cast<size_t>(N) * C * dtype_size(pre.dtype)), pre.dtype};
   cuda::gelu_forward(act, pre, N * C, kind);
@@ -256,10 +290,14 @@ void CudaBackend::gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbi
 
 void CudaBackend::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
                                     int NH, float dropout_p, uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "attention_forward",
+                         op_cost::attention_forward(B, T, C));
   attention_forward(TypedPtr(out), lse, ConstTypedPtr(qkv), B, T, C, NH, dropout_p, seed);
 }
 void CudaBackend::attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv, int B, int T,
                                     int C, int NH, float dropout_p, uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "attention_forward",
+                         op_cost::attention_forward(B, T, C, qkv.dtype));
   if (cuda::flash_attention_supported(qkv.dtype, C, NH)) {
     cuda::flash_attention_forward_mma(ctx_, out, lse, qkv, B, T, C, NH, dropout_p, seed);
     return;
@@ -276,17 +314,21 @@ void CudaBackend::attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv,
 void CudaBackend::attention_backward(float* dqkv, const float* dout, const float* out,
                                      const float* lse, const float* qkv, int B, int T, int C,
                                      int NH, float dropout_p, uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "attention_backward",
+                         op_cost::attention_backward(B, T, C));
   attention_backward(TypedPtr(dqkv), ConstTypedPtr(dout), ConstTypedPtr(out), lse,
                      ConstTypedPtr(qkv), B, T, C, NH, dropout_p, seed);
 }
 void CudaBackend::attention_backward(TypedPtr dqkv, ConstTypedPtr dout, ConstTypedPtr out,
                                      const float* lse, ConstTypedPtr qkv, int B, int T, int C,
                                      int NH, float dropout_p, uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "attention_backward",
+                         op_cost::attention_backward(B, T, C, qkv.dtype));
   const bool flash = cuda::flash_attention_supported(qkv.dtype, C, NH);
   if (!flash && !cuda::attention_any_head_supported(C, NH)) {
-    unsupported("attention_backward (flash)",
-                fmt::format("heads of at most 256 (here {}, head size {})", dtype_name(qkv.dtype),
-                            C / NH));
+    unsupported(
+        "attention_backward (flash)",
+        fmt::format("heads of at most 256 (here {}, head size {})", dtype_name(qkv.dtype), C / NH));
   }
   no_f16("attention_backward", qkv.dtype);
   const int64_t n = int64_t{B} * T * 3 * C;
@@ -304,12 +346,16 @@ void CudaBackend::attention_backward(TypedPtr dqkv, ConstTypedPtr dout, ConstTyp
 }
 void CudaBackend::attention_naive_forward(float* out, float* att, const float* qkv, int B, int T,
                                           int C, int NH, float dropout_p, uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "attention_naive_forward",
+                         op_cost::attention_naive_forward(B, T, C, NH));
   cuda::attention_forward(ctx_, TypedPtr(out), TypedPtr(att), ConstTypedPtr(qkv), B, T, C, NH,
                           dropout_p, seed);
 }
 void CudaBackend::attention_naive_backward(float* dqkv, const float* dout, const float* att,
                                            const float* qkv, int B, int T, int C, int NH,
                                            float dropout_p, uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "attention_naive_backward",
+                         op_cost::attention_naive_backward(B, T, C, NH));
   const int64_t n = int64_t{B} * T * 3 * C;
   float* t = static_cast<float*>(temp(static_cast<size_t>(n) * sizeof(float)));
   cuda::attention_backward(ctx_, TypedPtr(t), ConstTypedPtr(dout), ConstTypedPtr(att),
@@ -318,23 +364,31 @@ void CudaBackend::attention_naive_backward(float* dqkv, const float* dout, const
 }
 void CudaBackend::attention_decode(float* out, const float* q, const float* kcache,
                                    const float* vcache, int t, int C, int NH) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "attention_decode",
+                         op_cost::attention_decode(t, C));
   cuda::attention_decode(ctx_, TypedPtr(out), ConstTypedPtr(q), ConstTypedPtr(kcache),
                          ConstTypedPtr(vcache), t, C, NH);
 }
 
 void CudaBackend::gelu_forward(float* out, const float* inp, int64_t N, MlpActivation kind) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_forward", op_cost::gelu_forward(N));
   cuda::gelu_forward(TypedPtr(out), ConstTypedPtr(inp), N, kind);
 }
 void CudaBackend::gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_forward",
+                         op_cost::gelu_forward(N, inp.dtype));
   no_f16("gelu_forward", inp.dtype);
   cuda::gelu_forward(out, inp, N, kind);
 }
 void CudaBackend::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
                                 MlpActivation kind) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_backward", op_cost::gelu_backward(N));
   gelu_backward(TypedPtr(dinp), ConstTypedPtr(inp), ConstTypedPtr(dout), N, kind);
 }
 void CudaBackend::gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout, int64_t N,
                                 MlpActivation kind) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_backward",
+                         op_cost::gelu_backward(N, inp.dtype));
   no_f16("gelu_backward", inp.dtype);
   const TypedPtr t{temp(static_cast<size_t>(N) * dtype_size(dinp.dtype)), dinp.dtype};
   cuda::gelu_backward(t, inp, dout, N, kind);
@@ -342,19 +396,25 @@ void CudaBackend::gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr 
 }
 void CudaBackend::gelu_backward_overwrite(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr dout,
                                           int64_t N, MlpActivation kind) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_backward_overwrite",
+                         op_cost::gelu_backward_overwrite(N, inp.dtype));
   no_f16("gelu_backward_overwrite", inp.dtype);
   cuda::gelu_backward(dinp, inp, dout, N, kind);
 }
 void CudaBackend::residual_forward(float* out, const float* a, const float* b, int64_t N) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "residual_forward",
+                         op_cost::residual_forward(N));
   cuda::residual_forward(out, a, b, N);
 }
 void CudaBackend::skip_forward(float* out, const float* x, const float* skip, float w, int64_t N) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "skip_forward", op_cost::skip_forward(N));
   if (N <= 0) return;
   skip_forward_kernel<<<cuda::grid_for(N, kThreads), kThreads>>>(out, x, skip, w, N);
   NANOGPT_CUDA_CHECK_LAUNCH();
 }
 double CudaBackend::skip_backward(float* dskip, const float* dout, const float* skip, float w,
                                   int64_t N) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "skip_backward", op_cost::skip_backward(N));
   if (N <= 0) return 0.0;
   const int64_t spans = (N + kSkipSpan - 1) / kSkipSpan;
   if (partials_.size() < static_cast<size_t>(spans)) {
@@ -370,30 +430,42 @@ double CudaBackend::skip_backward(float* dskip, const float* dout, const float* 
   return total;
 }
 void CudaBackend::dropout_forward(float* out, const float* inp, int64_t N, float p, uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "dropout_forward",
+                         op_cost::dropout_forward(N));
   cuda::dropout_forward(TypedPtr(out), ConstTypedPtr(inp), N, p, seed);
 }
 void CudaBackend::dropout_backward(float* dinp, const float* dout, int64_t N, float p,
                                    uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "dropout_backward",
+                         op_cost::dropout_backward(N));
   float* t = static_cast<float*>(temp(static_cast<size_t>(N) * sizeof(float)));
   cuda::dropout_backward(TypedPtr(t), ConstTypedPtr(dout), N, p, seed);
   cuda::add_inplace(dinp, ConstTypedPtr(t), N);
 }
 void CudaBackend::dropout_backward_overwrite(float* dinp, const float* dout, int64_t N, float p,
                                              uint64_t seed) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "dropout_backward_overwrite",
+                         op_cost::dropout_backward_overwrite(N));
   cuda::dropout_backward(TypedPtr(dinp), ConstTypedPtr(dout), N, p, seed);
 }
 
 void CudaBackend::crossentropy_forward(float* losses, const float* logits, const int* targets,
                                        int64_t N, int V, int Vp) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "crossentropy_forward",
+                         op_cost::crossentropy_forward(N, Vp));
   cuda::crossentropy_forward_backward(losses, {}, ConstTypedPtr(logits), targets, 1.0f, N, V, Vp);
 }
 void CudaBackend::crossentropy_forward_backward(float* losses, float* dlogits, const float* logits,
                                                 const int* targets, float dloss, int64_t N, int V,
                                                 int Vp) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "crossentropy_forward_backward",
+                         op_cost::crossentropy_forward_backward(N, Vp));
   cuda::crossentropy_forward_backward(losses, TypedPtr(dlogits), ConstTypedPtr(logits), targets,
                                       dloss, N, V, Vp);
 }
 void CudaBackend::softcap_forward(float* z, int64_t N, float cap) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "softcap_forward",
+                         op_cost::softcap_forward(N));
   cuda::softcap_forward(z, N, cap);
 }
 // The kernel must not overwrite the logits it reads: in place (as the model runs it), they are
@@ -402,6 +474,8 @@ void CudaBackend::crossentropy_softcap_forward_backward(float* losses, float* dl
                                                         const float* logits, const int* targets,
                                                         float dloss, int64_t N, int V, int Vp,
                                                         float cap) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "crossentropy_softcap_forward_backward",
+                         op_cost::crossentropy_softcap_forward_backward(N, Vp));
   const float* in = logits;
   if (dlogits == logits) {
     float* t = static_cast<float*>(temp(static_cast<size_t>(N) * Vp * sizeof(float)));
@@ -417,6 +491,8 @@ void CudaBackend::crossentropy_softcap_forward_backward(float* losses, float* dl
 void CudaBackend::qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float* cos,
                                          const float* sin, int64_t N, int T, int pos0, int C,
                                          int NH, float q_gain) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "qk_norm_rotary_forward",
+                         op_cost::qk_norm_rotary_forward(N, C, qkv.dtype));
   no_f16("qk_norm_rotary_forward", qkv.dtype);
   if (rstd != nullptr) cuda::qk_rmsnorm_forward(qkv, rstd, N, C, NH);
   if (cos != nullptr) cuda::rotary_forward(qkv, cos, sin, N, T, pos0, C, NH);
@@ -426,6 +502,8 @@ void CudaBackend::qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float*
 void CudaBackend::qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, const float* rstd,
                                           const float* cos, const float* sin, int64_t N, int T,
                                           int pos0, int C, int NH, float q_gain) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "qk_norm_rotary_backward",
+                         op_cost::qk_norm_rotary_backward(N, C, dqkv.dtype, rstd != nullptr));
   no_f16("qk_norm_rotary_backward", dqkv.dtype);
   ConstTypedPtr y = qkv;  // the forward's output; with a gain, its Q as the unit heads
   if (rstd != nullptr && q_gain != 1.0f) {
@@ -443,9 +521,13 @@ void CudaBackend::qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, cons
 }
 
 void CudaBackend::fill_zero(TypedPtr dst, int64_t n) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "fill_zero",
+                         op_cost::fill_zero(n, dst.dtype));
   if (n > 0) cuda::fill_zero_device(dst.data, static_cast<size_t>(n) * dtype_size(dst.dtype));
 }
 void CudaBackend::convert(TypedPtr dst, ConstTypedPtr src, int64_t n) {
+  cuda::GpuOpScope timed(timer_, profile_ != nullptr, "convert",
+                         op_cost::convert(n, dst.dtype, src.dtype));
   no_f16("convert", dst.dtype);
   no_f16("convert", src.dtype);
   cuda::convert(dst, src, n);

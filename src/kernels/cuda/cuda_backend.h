@@ -4,11 +4,13 @@
 // gradients that the seam accumulates and a kernel overwrites go through a device temporary and
 // an add; a float32 bias of a 16-bit product is rounded first; the fused backward of the MLP's
 // second product recomputes the activation; the soft-capped loss copies logits it would overwrite.
-// What no kernel does yet is refused by name (UnsupportedOp): float16 tensors, float32 flash
-// attention, head sizes other than 64 for flash attention. QK-norm's query gain scales Q around the
+// What no kernel does yet is refused by name (UnsupportedOp): float16 tensors, attention heads of
+// more than 256 (heads of 64 in bfloat16 run the tensor cores' flash kernels, other heads
+// attention_any_head.cu). QK-norm's query gain scales Q around the
 // gain-free kernels (a kernel of its own).
 // Work is queued on the default stream; the host waits where a method returns a value
-// (skip_backward's sum), in download() and in synchronize(). This header includes no CUDA header.
+// (skip_backward's sum), in download() and in synchronize(). With a profile attached every op is
+// bracketed by CUDA events (gpu_op_timer.h), read when the profile's scope ends. This header includes no CUDA header.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/gpu_op_timer.h"
 
 namespace nanogpt {
 
@@ -40,6 +43,7 @@ class CudaBackend final : public Backend {
   void upload(void* dst, const void* host_src, size_t bytes) override;
   void download(void* host_dst, const void* src, size_t bytes) override;
   void synchronize() override;
+  void flush_profile() override;  // waits for the timed ops (--profile) and adds their times
   // float32 and bfloat16 tensors; not float16 (no kernel takes it yet); the naive attention in
   // either.
   bool supports(std::string_view op, DType dtype) const override;
@@ -166,6 +170,7 @@ class CudaBackend final : public Backend {
   cuda::DeviceBuffer<std::byte> temp_;
   cuda::DeviceBuffer<uint16_t> bias16_;
   cuda::DeviceBuffer<double> partials_;  // skip_backward's and the norms' per-span sums
+  cuda::GpuOpTimer timer_;               // --profile: every op's GPU time, by CUDA events
 };
 
 }  // namespace nanogpt
