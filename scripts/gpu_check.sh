@@ -25,7 +25,9 @@
 # Without a GPU (the rehearsal here) `run` does everything that needs none and says what it skipped.
 # Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
 # TESTFILTER (GoogleTest filter of the GPU tests, default all),
-# PARTS (default "tests w2 cpu gpt2 noepilogue gpuspeedrun nanogpt"; a rerun can leave some out;
+# PARTS (default "tests w2 cpu gpt2 noepilogue gpuspeedrun multigpu nanogpt"; a rerun can leave
+# some out; "multigpu": 2 ranks sharing the GPU over NCCL against 1 rank, AdamW and Muon, bf16 and
+# fp32;
 # "gpuspeedrun": both speedrun recipes to their targets on the GPU, GPU_SPEEDRUN_SEEDS (default the
 # 3 record and 5 held-out seeds), GPU_SPEEDRUN_TIMEOUT s a run (default 60); more:
 # "amx" the CPU bench meanwhile, AMX_TIMEOUT seconds at most, default 450 (the first AMX run needed
@@ -37,7 +39,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/gpu_bundle
 STEPS=${STEPS:-30}
-PARTS=${PARTS:-tests w2 cpu gpt2 noepilogue gpuspeedrun nanogpt}
+PARTS=${PARTS:-tests w2 cpu gpt2 noepilogue gpuspeedrun multigpu nanogpt}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 mode=${1:-}
 
@@ -121,7 +123,12 @@ run() {
   local cudalibs
   cudalibs=$(find /usr/local/cuda*/ /opt/torch/.venv/lib/python3*/site-packages/nvidia -name 'libcublasLt.so.13' 2>/dev/null |
              xargs -r -n1 dirname | sort -u | tr '\n' ':')
-  export LD_LIBRARY_PATH=$work/pkg/lib:${cudalibs}${LD_LIBRARY_PATH:-}
+  # NCCL is the machine's own (PyTorch's nvidia-nccl package; a 218 MB library is not carried):
+  # nanogpt and test_distributed dlopen libnccl.so.2 from here when several ranks start.
+  local nccl_dir
+  nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null ||
+             dirname "$(find / -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)
+  export LD_LIBRARY_PATH=$work/pkg/lib:${cudalibs}${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}
   NG=$work/pkg/bin/nanogpt; local TC=$work/pkg/bin/test_cuda
   HAVE_GPU=0; nvidia-smi -L >/dev/null 2>&1 && HAVE_GPU=1
   HAVE_TORCH=0; [ "$HAVE_GPU" = 1 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && HAVE_TORCH=1
@@ -188,12 +195,9 @@ run() {
     # against hand-made sums, and a missing peer's timeout. NCCL is the machine's own (PyTorch's
     # nvidia-nccl package; a 218 MB library is not carried).
     if [ -x "$work/pkg/bin/test_distributed" ]; then
-      local nccl_dir
-      nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null ||
-                 dirname "$(find / -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)
       echo "== NCCL communicator (test_distributed Nccl*), libnccl from ${nccl_dir:-nowhere}"
-      LD_LIBRARY_PATH="${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}" timeout 90 \
-        "$work/pkg/bin/test_distributed" --gtest_filter='Nccl*' > "$OUT/test_distributed.log" 2>&1
+      timeout 90 "$work/pkg/bin/test_distributed" --gtest_filter='Nccl*' \
+        > "$OUT/test_distributed.log" 2>&1
       echo "test_distributed exit status $?"
       grep -E '^\[  (PASSED|SKIPPED|FAILED) *\]|Failure|skip' "$OUT/test_distributed.log" | head -30
     fi
@@ -251,6 +255,46 @@ run() {
   ours_gpu gpt2_naive "$ROOT/config/train_gpt2.py" shakespeare_gpt2 "$STEPS" \
     --batch_size=16 --gradient_accumulation_steps=1 --attention=naive
   fi
+  if want multigpu; then
+  # Issue 54 on the one lent GPU: 2 ranks sharing it (torchrun-style variables, TCP rendezvous;
+  # NCCL 2.28 refuses two ranks on one GPU unless each is its own "host": NCCL_HOSTID per rank,
+  # no P2P or shared memory) must give the losses of 1 rank with twice the accumulation, for
+  # AdamW and Muon, bfloat16 and float32.
+  local opt dt r
+  for opt in adamw muon; do
+    for dt in bfloat16 float32; do
+      local tag=dp_${opt}_${dt} mg=(--device=cuda --dtype=$dt --optimizer=$opt
+        --data_dir="$data/shakespeare_char" --n_layer=2 --n_head=2 --n_embd=128 --block_size=64
+        --batch_size=8 --max_iters=8 --eval_interval=4 --eval_iters=2 --log_interval=1
+        --warmup_iters=0 --learning_rate=3e-3 --dropout=0 --always_save_checkpoint=False)
+      echo "== 2 ranks on one GPU vs 1 rank with twice the accumulation: $opt, $dt"
+      timeout 120 "$NG" train "${mg[@]}" --gradient_accumulation_steps=4 \
+        --out_dir="$work/${tag}_1" > "$OUT/${tag}_1.log" 2>&1
+      echo "1 rank: exit $?"
+      for r in 0 1; do
+        NANOGPT_SHARE_GPU=1 NCCL_HOSTID="nanogpt-rank-$r" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
+          RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+          MASTER_PORT=29517 timeout 180 "$NG" train "${mg[@]}" --gradient_accumulation_steps=4 \
+          --out_dir="$work/${tag}_2" > "$OUT/${tag}_2_rank$r.log" 2>&1 &
+      done
+      wait
+      grep -h -E '^rank |comm wait|^error' "$OUT/${tag}_2_rank0.log" "$OUT/${tag}_2_rank1.log" | head -6
+      python3 - "$work/${tag}_1/metrics.jsonl" "$work/${tag}_2/metrics.jsonl" <<'PY'
+import json, sys
+def losses(p):
+    try:
+        return [json.loads(l)["loss"] for l in open(p) if '"loss"' in l]
+    except OSError:
+        return []
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+n = min(len(a), len(b))
+worst = max((abs(x - y) for x, y in zip(a, b)), default=float("nan"))
+print(f"losses: 1 rank {len(a)}, 2 ranks {len(b)} steps; largest |diff| over {n}: {worst:.2e}")
+PY
+    done
+  done
+  fi
+
   if want gpuspeedrun; then
   # Issue 52: both speedrun recipes on the GPU through the one trainer, to their targets on the
   # whole validation split (their configs' target_loss, stop_at_target), the record seeds and the

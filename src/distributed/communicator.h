@@ -52,6 +52,9 @@ class Communicator {
   virtual void abort_job(int exit_code) = 0;
   // "MPI (OpenMPI 4.1.4), 2 ranks" / "single process".
   virtual std::string describe() const = 0;
+  // Whether start_all_reduce_sum takes device memory (a GPU's gradients: NCCL); the other
+  // operations then take device or host memory (host buffers are staged through the device).
+  virtual bool device_buffers() const { return false; }
 };
 
 // Seconds a rank waits for its peers in one operation before it declares the job broken.

@@ -23,6 +23,8 @@ struct NcclCommunicator::Impl {
   cudaEvent_t compute_ready = nullptr, done = nullptr;
   std::vector<cudaEvent_t> pending;     // one per started all-reduce
   float* scratch = nullptr;             // barrier's float
+  void* staging = nullptr;              // host buffers' device copies (grown, never shrunk)
+  size_t staging_bytes = 0;
   bool aborted = false;
 
   void check_cuda(cudaError_t rc, const char* what) const {
@@ -128,13 +130,57 @@ struct NcclCommunicator::Impl {
     return rc != ncclSuccess && rc != ncclInProgress ? rc : end;
   }
 
-  void all_reduce(void* data, int64_t n, ncclDataType_t type, ncclRedOp_t op, const char* what) {
-    blocking(what, [&] {
-      return ncclAllReduce(data, data, static_cast<size_t>(n), type, op, comm, stream);
+  // Whether p is host memory (pageable or pinned) rather than device memory.
+  static bool on_host(const void* p) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();  // older runtimes: an unregistered host pointer is an error
+      return true;
+    }
+    return a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged;
+  }
+
+  // Runs op(device pointer) on `bytes` of `data`: device memory as it is; host memory through the
+  // staging buffer (copied in, and back after the operation when copy_back).
+  template <typename F>
+  void on_device(void* data, size_t bytes, bool copy_back, F&& op) {
+    if (bytes == 0 || !on_host(data)) {
+      op(data);
+      return;
+    }
+    check_cuda(cudaSetDevice(opt.device), "cudaSetDevice");
+    if (staging_bytes < bytes) {
+      if (staging) cudaFree(staging);
+      staging = nullptr;
+      staging_bytes = 0;
+      check_cuda(cudaMalloc(&staging, bytes), "cudaMalloc (staging a host buffer)");
+      staging_bytes = bytes;
+    }
+    check_cuda(cudaMemcpy(staging, data, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (to device)");
+    op(staging);
+    if (copy_back) {
+      check_cuda(cudaMemcpy(data, staging, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (to host)");
+    }
+  }
+
+  void all_reduce(void* data, int64_t n, ncclDataType_t type, ncclRedOp_t op, const char* what,
+                  size_t elem) {
+    on_device(data, static_cast<size_t>(n) * elem, true, [&](void* d) {
+      blocking(what, [&] {
+        return ncclAllReduce(d, d, static_cast<size_t>(n), type, op, comm, stream);
+      });
     });
   }
 
   void all_gather(void* data, const std::vector<int64_t>& counts, ncclDataType_t type, int elem) {
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    on_device(data, static_cast<size_t>(total) * elem, true,
+              [&](void* d) { all_gather_device(d, counts, type, elem); });
+  }
+
+  void all_gather_device(void* data, const std::vector<int64_t>& counts, ncclDataType_t type,
+                         int elem) {
     auto* bytes = static_cast<char*>(data);
     blocking("all-gather", [&] {
       return by_blocks(
@@ -151,6 +197,8 @@ struct NcclCommunicator::Impl {
     });
   }
 };
+
+size_t NcclCommunicator::unique_id_bytes() { return sizeof(ncclUniqueId); }
 
 std::vector<uint8_t> NcclCommunicator::make_unique_id() {
   ncclUniqueId id;
@@ -210,6 +258,7 @@ NcclCommunicator::~NcclCommunicator() {
   if (m.stream) cudaStreamDestroy(m.stream);
   if (m.async_stream) cudaStreamDestroy(m.async_stream);
   if (m.scratch) cudaFree(m.scratch);
+  if (m.staging) cudaFree(m.staging);
 }
 
 void NcclCommunicator::set_compute_stream(void* cuda_stream) {
@@ -221,18 +270,22 @@ int NcclCommunicator::size() const { return impl_->opt.world_size; }
 int NcclCommunicator::local_size() const { return impl_->opt.local_world_size; }
 
 void NcclCommunicator::all_reduce_sum(float* data, int64_t n) {
-  impl_->all_reduce(data, n, ncclFloat32, ncclSum, "all-reduce");
+  impl_->all_reduce(data, n, ncclFloat32, ncclSum, "all-reduce", sizeof(float));
 }
 void NcclCommunicator::all_reduce_sum(double* data, int64_t n) {
-  impl_->all_reduce(data, n, ncclFloat64, ncclSum, "all-reduce");
+  impl_->all_reduce(data, n, ncclFloat64, ncclSum, "all-reduce", sizeof(double));
 }
 void NcclCommunicator::all_reduce_max(double* data, int64_t n) {
-  impl_->all_reduce(data, n, ncclFloat64, ncclMax, "all-reduce (max)");
+  impl_->all_reduce(data, n, ncclFloat64, ncclMax, "all-reduce (max)", sizeof(double));
 }
 
 void NcclCommunicator::start_all_reduce_sum(float* data, int64_t n) {
   Impl& m = *impl_;
   CHECK(!m.aborted, "rank {}: gradient all-reduce on an aborted NCCL communicator", m.opt.rank);
+  CHECK(n == 0 || !Impl::on_host(data),
+        "rank {}: the NCCL communicator's overlapped all-reduce takes device memory (a GPU's "
+        "gradients), not host memory: train with --device=cuda, or use MPI for a CPU run",
+        m.opt.rank);
   m.check_cuda(cudaSetDevice(m.opt.device), "cudaSetDevice");
   m.after_compute(m.async_stream);
   m.settle(ncclAllReduce(data, data, static_cast<size_t>(n), ncclFloat32, ncclSum, m.comm,
@@ -256,6 +309,10 @@ double NcclCommunicator::wait_all() {
 void NcclCommunicator::reduce_scatter_sum(const float* in, float* out,
                                           const std::vector<int64_t>& counts) {
   Impl& m = *impl_;
+  CHECK(!Impl::on_host(in) && !Impl::on_host(out),
+        "rank {}: the NCCL communicator's reduce-scatter takes device memory (ZeRO-1's gradient "
+        "shards on a GPU), not host memory",
+        m.opt.rank);
   m.blocking("reduce-scatter", [&] {
     return m.by_blocks(
         counts,
@@ -280,9 +337,10 @@ void NcclCommunicator::all_gather(uint16_t* data, const std::vector<int64_t>& co
 
 void NcclCommunicator::broadcast(void* data, int64_t bytes, int root) {
   Impl& m = *impl_;
-  m.blocking("broadcast", [&] {
-    return ncclBroadcast(data, data, static_cast<size_t>(bytes), ncclUint8, root, m.comm,
-                         m.stream);
+  m.on_device(data, static_cast<size_t>(bytes), true, [&](void* d) {
+    m.blocking("broadcast", [&] {
+      return ncclBroadcast(d, d, static_cast<size_t>(bytes), ncclUint8, root, m.comm, m.stream);
+    });
   });
 }
 

@@ -1,10 +1,13 @@
-// NcclCommunicator: the Communicator over NCCL for device pointers (every `data` is GPU memory of
-// this rank's device). Ranks meet through a rendezvous (rendezvous.h) that hands them rank 0's
+// NcclCommunicator: the Communicator over NCCL for device pointers: the gradients' overlapped
+// all-reduce (start_all_reduce_sum) and the reduce-scatter take GPU memory of this rank's device
+// only; every other operation takes GPU memory or host memory (the trainer's loss sums, flags and config checks),
+// which is staged through a device buffer and copied back. Ranks meet through a rendezvous (rendezvous.h) that hands them rank 0's
 // unique id; every wait polls the operation's CUDA event and ncclCommGetAsyncError up to the
 // timeout, then aborts the communicator (ncclCommAbort) and throws nanogpt::Error naming this rank.
 // CUDA and NCCL types stay in the .cpp (built only where CMake finds NCCL: NANOGPT_WITH_NCCL).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +29,7 @@ class NcclCommunicator final : public Communicator {
  public:
   // What rank 0 makes (ncclGetUniqueId, 128 bytes) and a rendezvous gives every other rank.
   static std::vector<uint8_t> make_unique_id();
+  static size_t unique_id_bytes();  // its size (NCCL_UNIQUE_ID_BYTES, 128)
   // "2.28.9": the NCCL library loaded.
   static std::string library_version();
 
@@ -59,7 +63,8 @@ class NcclCommunicator final : public Communicator {
   void barrier() override;  // an all-reduce of one float: NCCL has no barrier
   // ncclCommAbort; the caller exits, and the launcher (srun, torchrun) ends the other ranks.
   void abort_job(int exit_code) override;
-  std::string describe() const override;  // "NCCL 2.28.9, 2 ranks, 2 on this host"
+  std::string describe() const override;
+  bool device_buffers() const override { return true; }  // "NCCL 2.28.9, 2 ranks, 2 on this host"
 
  private:
   struct Impl;

@@ -256,4 +256,31 @@ TcpAddress tcp_address_from_env(const EnvLookup& env, const std::string& overrid
   return a;
 }
 
+RendezvousChoice parse_rendezvous(const std::string& value, const EnvLookup& env) {
+  RendezvousChoice c;
+  if (value.empty()) {
+    c.tcp = tcp_address_from_env(env);
+  } else if (value.rfind("tcp:", 0) == 0) {
+    c.tcp = tcp_address_from_env(env, value.substr(4));
+  } else if (value.rfind("file:", 0) == 0 && value.size() > 5) {
+    c.file = true;
+    c.dir = value.substr(5);
+  } else {
+    fail("rendezvous = '{}': expected '' (TCP at MASTER_ADDR:MASTER_PORT, torchrun's), "
+         "'tcp:HOST:PORT' (e.g. tcp:node0:29500) or 'file:DIR' (a directory every rank sees, "
+         "e.g. file:/shared/rendezvous)",
+         value);
+  }
+  return c;
+}
+
+std::string RendezvousChoice::describe() const {
+  return file ? "file " + dir : fmt::format("TCP {}:{}", tcp.host, tcp.port);
+}
+
+Blob rendezvous(const RendezvousChoice& choice, const RendezvousSpec& spec, const Blob& blob) {
+  return choice.file ? file_rendezvous(choice.dir, spec, blob)
+                     : tcp_rendezvous(choice.tcp, spec, blob);
+}
+
 }  // namespace nanogpt

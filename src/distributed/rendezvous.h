@@ -52,4 +52,19 @@ TcpAddress tcp_address_from_env(const EnvLookup& env, const std::string& overrid
 // with another run id is turned away and does not count. Returns the blob on every rank.
 Blob tcp_rendezvous(const TcpAddress& address, const RendezvousSpec& spec, const Blob& blob);
 
+// How ranks that no MPI launcher connected meet (the train key `rendezvous`): "" -> TCP at
+// MASTER_ADDR:MASTER_PORT (torchrun's variables; 127.0.0.1:29500 without them), "tcp:HOST:PORT",
+// or "file:DIR" (a directory every rank sees). Throws nanogpt::Error naming the value, what was
+// expected and an example on anything else.
+struct RendezvousChoice {
+  bool file = false;  // true: file_rendezvous(dir); false: tcp_rendezvous(tcp)
+  std::string dir;
+  TcpAddress tcp;
+  std::string describe() const;  // "TCP 10.0.0.1:29500" / "file /shared/rdzv"
+};
+RendezvousChoice parse_rendezvous(const std::string& value, const EnvLookup& env);
+
+// The blob of rank 0 on every rank, by `choice`.
+Blob rendezvous(const RendezvousChoice& choice, const RendezvousSpec& spec, const Blob& blob);
+
 }  // namespace nanogpt

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "core/check.h"
+#include "distributed/single_process_communicator.h"
 #include "gpu/gpu_peak.h"
+#include "gpu/gpu_world.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/dtype.h"
@@ -36,8 +38,8 @@ void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_nam
                                  "loss scaler)");
   }
   if (c.zero_stage != 0) {
-    refuse("zero_stage = 1 (it shards the optimizer over several GPUs)",
-           "use --zero_stage=0 on one GPU");
+    refuse("zero_stage = 1 (ZeRO-1's shards in GPU memory)",
+           "use --zero_stage=0 (plain data parallelism: every GPU holds the whole optimizer state)");
   }
   DType dtype = DType::kF32;
   parse_dtype(c.dtype == "auto" ? "bfloat16" : c.dtype, dtype);
@@ -57,13 +59,11 @@ void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_nam
 
 TrainResult run_training_on_cuda(TrainConfig config, TrainOptions options) {
   if (config.dtype == "auto") config.dtype = "bfloat16";  // the GPU's tensor cores' format
-  CHECK(options.comm == nullptr || options.comm->size() == 1,
-        "--device=cuda trains on one GPU in one process; data parallelism over several GPUs is "
-        "not built yet (run without mpirun)");
   // The keys first (a refusal needs no GPU), then the GPU found; no GPU: CudaBackend says why.
   const bool gpu_here = cuda::device_available();
   check_cuda_training_config(config, gpu_here ? cuda::device_name() : "",
                              gpu_here ? cuda::device_compute_capability() : 0);
+  // (every GPU of a node is taken to be of one kind: the first one's name stands for them)
   DType dtype = DType::kF32;
   parse_dtype(config.dtype, dtype);
   if (dtype == DType::kF32 && config.attention == "flash" &&
@@ -77,10 +77,19 @@ TrainResult run_training_on_cuda(TrainConfig config, TrainOptions options) {
   }
   // NANOGPT_GPU_GELU_EPILOGUE=0: the bfloat16 MLP's GELU in its own kernels (an A/B switch).
   const char* epilogue = std::getenv("NANOGPT_GPU_GELU_EPILOGUE");
-  CudaBackend gpu(/*allow_tf32=*/true, !(epilogue && std::string(epilogue) == "0"));
+  // Several ranks (mpirun, srun, torchrun): this rank's GPU and the NCCL communicator.
+  SingleProcessCommunicator alone;
+  GpuWorld world = make_gpu_world(options.comm ? *options.comm : alone, config);
+  if (world.nccl) {
+    fmt::print("{}\n", world.description);  // every rank: which GPU it holds
+    std::fflush(stdout);
+    options.comm = world.nccl.get();
+  }
+  CudaBackend gpu(/*allow_tf32=*/true, !(epilogue && std::string(epilogue) == "0"), world.device);
   const GpuPeak peak = gpu_mfu_peak(gpu.context(), dtype);
   options.device = &gpu;
-  options.device_description = fmt::format("{}, {}", cuda::device_description(), peak.description);
+  options.device_description =
+      fmt::format("{}, {}", cuda::device_description(world.device), peak.description);
   options.device_peak_flops = peak.flops_per_s;
   return run_training(std::move(config), options);
 }

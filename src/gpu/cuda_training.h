@@ -1,7 +1,8 @@
 // The one trainer (train/trainer.h) on one NVIDIA GPU, for `nanogpt train --device=cuda`: a
 // CudaBackend holds the model, the optimizer state and the weight average and runs every op, and
-// the run's MFU is taken against the GPU's peak (gpu_peak.h). What it cannot run on the GPU it
-// finds is refused first, naming the key, the GPU and the fix (check_cuda_training_config).
+// the run's MFU is taken against the GPU's peak (gpu_peak.h). Under a launcher each rank takes its
+// own GPU and the gradients go over NCCL (gpu_world.h). What it cannot run on the GPU it finds is
+// refused first, naming the key, the GPU and the fix (check_cuda_training_config).
 // Built and tested on the CPU behind device-style memory; scripts/gpu_check.sh runs it on a GPU.
 #pragma once
 
@@ -21,8 +22,8 @@ inline constexpr int kMaxGpuHeadSize = 256;
 
 // Throws nanogpt::Error naming the first key, or the GPU, that this build cannot train with on
 // `gpu_name` of `compute_capability` (0: no GPU known yet; only the keys are checked), and what
-// to use instead: float16 (no CUDA kernel takes float16 tensors yet), ZeRO-1 (several GPUs are not
-// built yet), a GPU older than sm_80, bfloat16 attention heads of more than 256.
+// to use instead: float16 (no CUDA kernel takes float16 tensors yet), ZeRO-1 (its shards are not in
+// GPU memory yet), a GPU older than sm_80, bfloat16 attention heads of more than 256.
 void check_cuda_training_config(const TrainConfig& config, const std::string& gpu_name,
                                 int compute_capability);
 

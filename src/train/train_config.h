@@ -58,6 +58,7 @@ struct TrainConfig {
   // data-parallel (mpirun -np N)
   int64_t zero_stage = 0;
   double comm_timeout = 600;
+  std::string rendezvous;  // several GPUs without mpirun: how ranks meet (distributed/rendezvous.h)
   double bucket_cap_mb = 25;
   // accepted for nanoGPT compatibility, no effect here
   std::string device = "cpu";
@@ -178,7 +179,12 @@ struct TrainConfig {
       "under mpirun: 0 = plain data-parallel; 1 = ZeRO-1 (optimizer state sharded across ranks; "
       "with dtype bfloat16/float16 the float32 master weights too)");
     v("comm_timeout", comm_timeout,
-      "under mpirun: seconds a rank waits for its peers before ending the job with an error");
+      "several ranks (mpirun, or several GPUs): seconds a rank waits for its peers before ending "
+      "the job with an error naming the rank");
+    v("rendezvous", rendezvous,
+      "--device=cuda on several GPUs without mpirun (torchrun's RANK / WORLD_SIZE / LOCAL_RANK, or "
+      "Slurm's srun): how the ranks meet to start NCCL: '' = TCP at MASTER_ADDR:MASTER_PORT "
+      "(127.0.0.1:29500 without them), 'tcp:HOST:PORT', or 'file:DIR' (a shared directory)");
     v("bucket_cap_mb", bucket_cap_mb,
       "under mpirun: MB of gradients per all-reduce bucket, started during the backward");
     v("device", device,

@@ -192,11 +192,15 @@ class TrainingRun {
       loaded_params = std::move(src.params);
     }
     if (!backend_->host_addressable()) {
-      CHECK(comm_->size() == 1 && config_.zero_stage == 0,
-            "device '{}': data parallelism and zero_stage=1 do not run on a device backend yet "
-            "(its gradients live in device memory; the NCCL communicator is not wired in): run "
-            "one process with zero_stage=0 there, or train on the CPU",
+      CHECK(config_.zero_stage == 0,
+            "device '{}': zero_stage=1 does not run on a device backend yet (ZeRO-1's shards and "
+            "master weights are host memory): use zero_stage=0 (plain data parallelism), or "
+            "train on the CPU",
             backend_->memory_name());
+      CHECK(comm_->size() == 1 || comm_->device_buffers(),
+            "device '{}': {} ranks need a communicator of device memory (the gradients live "
+            "there: NCCL, --device=cuda under mpirun, srun or torchrun), not {}",
+            backend_->memory_name(), comm_->size(), comm_->describe());
       CHECK(!is_torch_checkpoint_file(from),
             "device '{}': --init_from={} (nanoGPT's ckpt.pt) is not read onto a device backend "
             "yet: start it on the CPU (--device=cpu) for one step and resume from its "

@@ -252,5 +252,48 @@ TEST(RendezvousDefaults, RunIdAndAddressFromTheLauncher) {
   EXPECT_THROW(tcp_address_from_env(env_from_map({}), "nocolon"), Error);
 }
 
+// The `rendezvous` train key: TCP from torchrun's variables by default, an address of its own, or
+// a shared directory; anything else is refused naming the value and the forms it takes. Both
+// chosen forms hand rank 0's blob to every rank.
+TEST(RendezvousKey, ChoosesTcpOrFileAndRefusesAnythingElse) {
+  const RendezvousChoice by_env =
+      parse_rendezvous("", env_from_map({{"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29511"}}));
+  EXPECT_FALSE(by_env.file);
+  EXPECT_EQ(by_env.describe(), "TCP node7:29511");
+  const RendezvousChoice tcp = parse_rendezvous("tcp:10.0.0.2:4000", env_from_map({}));
+  EXPECT_EQ(tcp.describe(), "TCP 10.0.0.2:4000");
+  const RendezvousChoice file = parse_rendezvous("file:/shared/rdzv", env_from_map({}));
+  EXPECT_TRUE(file.file);
+  EXPECT_EQ(file.describe(), "file /shared/rdzv");
+  for (const char* bad : {"nccl", "file:", "tcp:nocolon", "tcp:host:0"}) {
+    try {
+      parse_rendezvous(bad, env_from_map({}));
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(m.find(bad) != std::string::npos || m.find("port") != std::string::npos)
+          << bad << ": " << m;
+    }
+  }
+  // Through the chosen forms: every rank gets rank 0's blob.
+  const std::string dir = scratch("key");
+  std::filesystem::create_directories(dir);
+  for (const std::string& key : {"file:" + dir, "tcp:127.0.0.1:" + std::to_string(free_port())}) {
+    const RendezvousChoice choice = parse_rendezvous(key, env_from_map({}));
+    const auto out = run_ranks(
+        world(2, "key"),
+        [&](const RendezvousSpec& spec, const Blob& blob) {
+          return rendezvous(choice, spec, blob);
+        },
+        unique_id_like());
+    ASSERT_EQ(out.size(), 2u) << key;
+    for (const Outcome& o : out) {
+      EXPECT_EQ(o.error, "") << key;
+      EXPECT_EQ(o.blob, unique_id_like()) << key;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace nanogpt

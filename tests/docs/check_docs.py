@@ -11,7 +11,7 @@
   overrides that make them cheap (a few training steps, short samples).
 - The README's set-up section holds exactly the two set-up commands.
 - The README's table "What runs where" agrees with the GPU trainer's refusals: the conditions of
-  check_gpu_training_config in src/gpu/gpu_trainer.cpp are read from the source (every build), and
+  check_cuda_training_config in src/gpu/cuda_training.cpp are read from the source (every build), and
   where the binary has the CUDA backend each row's keys are also run with --device=cuda (the
   refusal comes before any GPU is touched, so this works on machines without one).
 

@@ -104,8 +104,8 @@ void no_f16(const char* op, DType t) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(bool allow_tf32, bool gelu_epilogue)
-    : ctx_(allow_tf32), gelu_epilogue_(gelu_epilogue) {}
+CudaBackend::CudaBackend(bool allow_tf32, bool gelu_epilogue, int device)
+    : ctx_(allow_tf32, device), gelu_epilogue_(gelu_epilogue) {}
 CudaBackend::~CudaBackend() = default;
 
 // ---- memory ----

@@ -28,7 +28,8 @@ class CudaBackend final : public Backend {
  public:
   // Takes device 0 (CudaContext); throws nanogpt::Error with the CUDA error text when none is
   // usable. gelu_epilogue: the bfloat16 MLP's tanh GELU in cuBLASLt's epilogues.
-  explicit CudaBackend(bool allow_tf32 = true, bool gelu_epilogue = true);
+  // device: the index among the visible GPUs (a data-parallel rank's own).
+  explicit CudaBackend(bool allow_tf32 = true, bool gelu_epilogue = true, int device = 0);
   ~CudaBackend() override;
 
   cuda::CudaContext& context() { return ctx_; }

@@ -23,25 +23,34 @@ bool device_available(std::string* why) {
   return true;
 }
 
-std::string device_name() {
-  if (!device_available()) return "";
+int visible_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::string device_name(int device) {
+  if (!device_available() || device >= visible_device_count()) return "";
   cudaDeviceProp p{};
-  NANOGPT_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  NANOGPT_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   return p.name;
 }
 
-int device_compute_capability() {
-  if (!device_available()) return 0;
+int device_compute_capability(int device) {
+  if (!device_available() || device >= visible_device_count()) return 0;
   cudaDeviceProp p{};
-  NANOGPT_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  NANOGPT_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   return p.major * 10 + p.minor;
 }
 
-std::string device_description() {
+std::string device_description(int device) {
   std::string why;
   if (!device_available(&why)) return "no CUDA device (" + why + ")";
   cudaDeviceProp p{};
-  NANOGPT_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  NANOGPT_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   int driver = 0;
   cudaDriverGetVersion(&driver);
   return fmt::format("{}, {} SMs, {:.1f} GiB, compute capability {}.{}, driver CUDA {}.{}", p.name,
@@ -49,11 +58,14 @@ std::string device_description() {
                      driver / 1000, (driver % 1000) / 10);
 }
 
-CudaContext::CudaContext(bool allow_tf32) : allow_tf32_(allow_tf32) {
+CudaContext::CudaContext(bool allow_tf32, int device) : allow_tf32_(allow_tf32), device_(device) {
   std::string why;
   CHECK(device_available(&why),
         "--device=cuda: no usable CUDA device ({}); train on the CPU with --device=cpu", why);
-  NANOGPT_CUDA_CHECK(cudaSetDevice(0));
+  CHECK(device >= 0 && device < visible_device_count(),
+        "--device=cuda: GPU {} asked for, but this process sees {} (CUDA_VISIBLE_DEVICES)", device,
+        visible_device_count());
+  NANOGPT_CUDA_CHECK(cudaSetDevice(device));
   cublasHandle_t h = nullptr;
   NANOGPT_CUBLAS_CHECK(cublasCreate(&h));
   cublas_ = h;

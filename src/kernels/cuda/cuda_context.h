@@ -15,26 +15,31 @@ namespace nanogpt::cuda {
 // no device, CUDA error text). Costs nothing after the first call.
 bool device_available(std::string* why = nullptr);
 
-// The device's name ("NVIDIA H200"); "" without a device.
-std::string device_name();
+// GPUs this process sees (CUDA_VISIBLE_DEVICES applied); 0 without a driver or device.
+int visible_device_count();
+
+// The name of device `device` ("NVIDIA H200"); "" without a device.
+std::string device_name(int device = 0);
 
 // The device's compute capability as major * 10 + minor (90 for an H100 / H200); 0 without one.
-int device_compute_capability();
+int device_compute_capability(int device = 0);
 
 // "NVIDIA H200, 132 SMs, 139.8 GiB, compute capability 9.0, driver 13.0".
-std::string device_description();
+std::string device_description(int device = 0);
 
 class CudaContext {
  public:
-  // Selects device 0 and creates the handles; throws nanogpt::Error with the CUDA error text when
-  // no device is usable. allow_tf32: float32 matmuls run on the tensor cores in TF32 (nanoGPT's
+  // Selects device `device` (an index among the visible GPUs: a data-parallel rank's, launch_env.h
+  // assign_gpu) and creates the handles; throws nanogpt::Error with the CUDA error text when no
+  // device is usable. allow_tf32: float32 matmuls run on the tensor cores in TF32 (nanoGPT's
   // torch.backends.cuda.matmul.allow_tf32, which its train.py sets).
-  explicit CudaContext(bool allow_tf32 = true);
+  explicit CudaContext(bool allow_tf32 = true, int device = 0);
   ~CudaContext();
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;
 
   bool allow_tf32() const { return allow_tf32_; }
+  int device() const { return device_; }
   void* cublas() const { return cublas_; }      // cublasHandle_t
   void* cublaslt() const { return cublaslt_; }  // cublasLtHandle_t
   void* lt_workspace() const { return lt_workspace_; }
@@ -54,6 +59,7 @@ class CudaContext {
 
  private:
   bool allow_tf32_ = true;
+  int device_ = 0;
   void* cublas_ = nullptr;
   void* cublaslt_ = nullptr;
   void* lt_workspace_ = nullptr;
