@@ -24,7 +24,7 @@
 # 491,520 tokens, 5 micro-batches on each of 8 GPUs):
 #   compute   Tc = 491520 / GPUS / tok_s
 #   all-reduce, NCCL ring: T = 2 (N-1)/N * bytes / busbw, gradients once per step (after the last
-#             micro-batch), float32 (our GPU model's gradients, model/gpu_memory_plan.h: 4 bytes a
+#             micro-batch), float32 (the one model's gradients on a GPU: 4 bytes a
 #             parameter) and bfloat16 (2 bytes) for comparison; the latency term (~tens of us)
 #             is left out at these sizes. busbw as NCCL's tests define it (nccl-tests
 #             doc/PERFORMANCE.md: busbw = algbw x 2(n-1)/n for all_reduce, so that it compares

@@ -1,13 +1,16 @@
-// `nanogpt estimate`: what a training config will cost, before anything runs (experiments/estimate).
+// `nanogpt estimate`: what a training config will cost, before anything runs
+// (experiments/estimate).
 #include <fmt/format.h>
 #include <omp.h>
+
+#include <algorithm>
 
 #include "cli/commands.h"
 #include "core/config.h"
 #include "core/cpu_info.h"
 #include "distributed/zero1.h"
 #include "experiments/estimate.h"
-#include "model/gpu_memory_plan.h"
+#include "kernels/gpu_flash_rule.h"
 #include "model/params.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
@@ -23,57 +26,44 @@ std::string estimate_help() {
          "--world_size=N: per rank of `mpirun -np N` (with zero_stage=1 the optimizer state is\n"
          "sharded, and in bfloat16/float16 the float32 master weights too). --measure_peak=False\n"
          "skips the peak probe. --device=cuda: the GPU memory of `train --device=cuda` instead\n"
-         "(dtype auto means bfloat16 there), per GPU of --world_size (with zero_stage=1 AdamW's\n"
-         "state and the float32 masters are sharded; gradients stay whole). Keys: see\n"
-         "`nanogpt help train`.\n";
+         "(dtype auto means bfloat16 there), per GPU of --world_size: the one model's buffers and\n"
+         "the CUDA backend's own. Keys: see `nanogpt help train`.\n";
 }
 
 namespace {
 
-// `estimate --device=cuda`: the GPU model's memory by part (model/gpu_memory_plan.h), per GPU of
-// `world_size`. ZeRO-1 shards AdamW's m and v and, in 16 bits, the float32 masters (the 16-bit
-// copy the kernels read stays whole, as do the gradients: they are all-reduced or reduce-scattered
-// in buckets, in place) into zero1_shard_counts's largest shard.
+// `estimate --device=cuda`: the one model's memory, per GPU of `world_size` (the trainer's own
+// allocation functions, as on the CPU: experiments/estimate.h), resolved as `train --device=cuda`
+// resolves the run (dtype auto is bfloat16; float32 attention keeps its T x T probabilities), plus
+// the CUDA backend's own buffers: its largest op temporary and cuBLASLt's workspace.
 int print_gpu_estimate(TrainConfig config, int world_size) {
   if (config.dtype == "auto") config.dtype = "bfloat16";  // as train --device=cuda resolves it
-  const TrainConfig resolved = resolve_for_estimate(config);
+  TrainConfig resolved = resolve_for_estimate(config);
   DType dtype = DType::kBF16;
   parse_dtype(resolved.dtype, dtype);
-  const int B = static_cast<int>(resolved.batch_size), T = resolved.model.block_size;
-  GpuMemoryPlan p = plan_gpu_memory(resolved.model, dtype, B, T, resolved.attention == "naive");
-  const TrainingEstimate e = estimate_training(resolved, 1);
-  const bool zero = resolved.zero_stage == 1;
-  const int64_t numel = ParamTable(resolved.model).total_numel();
-  const int64_t shard = zero1_shard_counts(numel, world_size).front();
-  std::string masters = dtype == DType::kF32 ? "float32" : "float32 masters and the bfloat16 copy";
-  std::string adam;
-  if (zero) {
-    p.optimizer = 8 * shard;
-    if (dtype != DType::kF32) {
-      p.params = 4 * shard + 2 * numel;
-      masters = fmt::format("float32 masters: shard of {}, and the whole bfloat16 copy", world_size);
-    }
-    adam = fmt::format(" (ZeRO-1: shard of {})", world_size);
+  const ModelConfig& m = resolved.model;
+  if (dtype == DType::kF32 && resolved.attention == "flash" &&
+      !gpu_flash_attention_supported(dtype, m.n_embd, m.n_head)) {
+    resolved.attention = "naive";
   }
-  const std::string per_gpu =
-      world_size == 1 ? ""
-                      : fmt::format(", per GPU of {}{}", world_size,
-                                    zero ? " (ZeRO-1)" : " (data parallel, every GPU whole)");
+  TrainingEstimate e = estimate_training(resolved, world_size);
+  // The backend's temporary is one op's at a time, the largest: the input gradient of the MLP's
+  // projection or the recomputed activation (N x 4C), or the attention backward's (3 N C and, for
+  // heads other than 64, N x NH statistics).
+  const int64_t N = resolved.batch_size * m.block_size, C = m.n_embd;
+  const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+  const int64_t temp =
+      std::max(N * 4 * C * elem, (3 * N * C * elem + 255) / 256 * 256 + N * m.n_head * 4);
+  e.memory.push_back({"CUDA backend's largest op temporary", temp});
+  e.memory.push_back({"cuBLASLt's workspace", int64_t{32} << 20});
+  e.peak_bytes += temp + (int64_t{32} << 20);
   fmt::print(
-      "GPU (--device=cuda), {}, micro-batch {} x {}, {} attention{}:\n"
-      "  parameters       {:.2f}M ({:.3g} GFLOP per iteration, nanoGPT's formula)\n"
-      "  weights          {} ({})\n"
-      "  gradients        {}{}\n"
-      "  AdamW m, v       {}{}\n"
-      "  activations      {}\n"
-      "  classifier       {} (float32 logits and their gradient)\n"
-      "  scratch          {}\n"
-      "  total            {} of GPU memory (plus the CUDA context and cuBLASLt's 32 MiB)\n",
-      dtype_name(dtype), B, T, p.flash_attention ? "flash" : "naive (T x T probabilities)",
-      per_gpu, e.params / 1e6, e.flops_per_iter_nanogpt / 1e9, format_bytes(p.params), masters,
-      format_bytes(p.grads), world_size > 1 ? " (whole on every GPU)" : "",
-      format_bytes(p.optimizer), adam, format_bytes(p.activations), format_bytes(p.classifier),
-      format_bytes(p.scratch), format_bytes(p.total()));
+      "GPU (--device=cuda), {}, {} attention{}{}:\n", dtype_name(dtype),
+      resolved.attention == "naive" ? "naive (T x T probabilities)" : "flash",
+      world_size == 1 ? "" : fmt::format(", per GPU of {}", world_size),
+      resolved.zero_stage == 1 ? " (ZeRO-1: refused on GPUs yet; the CPU's sharding shown)" : "");
+  std::fputs(format_estimate(e, 0, "").c_str(), stdout);
+  fmt::print("  (plus the CUDA context, ~0.5 GiB)\n");
   return 0;
 }
 
@@ -92,8 +82,7 @@ int estimate_command(const Args& args) {
     } else if (a.key == "world_size") {
       CHECK(std::holds_alternative<int64_t>(a.value) && std::get<int64_t>(a.value) >= 1 &&
                 std::get<int64_t>(a.value) <= 65536,
-            "{}: world_size expects the number of ranks (1..65536), as in mpirun -np N",
-            a.origin);
+            "{}: world_size expects the number of ranks (1..65536), as in mpirun -np N", a.origin);
       world_size = std::get<int64_t>(a.value);
     } else {
       assignments.push_back(a);

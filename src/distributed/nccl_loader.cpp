@@ -25,10 +25,11 @@ void* nccl_symbol(const char* name) {
     handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
-      fail("cannot load {} ({}), which --device=cuda on several GPUs needs: install NCCL "
-           "(libnccl2) or add its folder to LD_LIBRARY_PATH (PyTorch's: python3 -c 'import "
-           "nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))'/lib)",
-           soname, why ? why : "not found");
+      fail(
+          "cannot load {} ({}), which --device=cuda on several GPUs needs: install NCCL "
+          "(libnccl2) or add its folder to LD_LIBRARY_PATH (PyTorch's: python3 -c 'import "
+          "nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))'/lib)",
+          soname, why ? why : "not found");
     }
   }
   void* f = dlsym(handle, name);
@@ -41,10 +42,10 @@ void* nccl_symbol(const char* name) {
 }  // namespace nanogpt
 
 // One forwarding definition per entry point: RET name PARAMS { return real ARGS; }.
-#define NANOGPT_LAZY_NCCL(ret, name, params, args)                                    \
-  ret name params {                                                                   \
+#define NANOGPT_LAZY_NCCL(ret, name, params, args)                                         \
+  ret name params {                                                                        \
     static const auto real = reinterpret_cast<ret(*) params>(nanogpt::nccl_symbol(#name)); \
-    return real args;                                                                 \
+    return real args;                                                                      \
   }
 
 NANOGPT_LAZY_NCCL(ncclResult_t, ncclGetVersion, (int* version), (version))
@@ -74,8 +75,8 @@ NANOGPT_LAZY_NCCL(ncclResult_t, ncclReduce,
                    int root, ncclComm_t comm, cudaStream_t stream),
                   (send, recv, count, type, op, root, comm, stream))
 NANOGPT_LAZY_NCCL(ncclResult_t, ncclAllGather,
-                  (const void* send, void* recv, size_t count, ncclDataType_t type,
-                   ncclComm_t comm, cudaStream_t stream),
+                  (const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+                   cudaStream_t stream),
                   (send, recv, count, type, comm, stream))
 NANOGPT_LAZY_NCCL(ncclResult_t, ncclBroadcast,
                   (const void* send, void* recv, size_t count, ncclDataType_t type, int root,

@@ -27,19 +27,16 @@ void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_nam
       fmt::format("{} (sm_{})", gpu_name.empty() ? "this GPU" : gpu_name, compute_capability);
   const bool known = compute_capability > 0;
   const bool new_enough = compute_capability >= kMinCudaComputeCapability;
-  if (c.dtype == "float16") {
-    refuse("dtype = 'float16' (no CUDA kernel takes float16 tensors)",
-           !known        ? "use --dtype=bfloat16 on a GPU of sm_80 or later (it needs no loss "
-                           "scaler), or --dtype=float32"
-           : new_enough  ? gpu + " runs bfloat16, which needs no loss scaler: use --dtype=bfloat16 "
-                                 "(or --dtype=float32)"
-                         : gpu + " has no bfloat16 tensor cores and this build's kernels need "
-                                 "sm_80: train with --device=cpu (float16 runs there, with the "
-                                 "loss scaler)");
-  }
+  CHECK(!known || new_enough,
+        "--device=cuda: {} is older than this build's CUDA kernels allow (they need sm_{} or "
+        "later: A100, RTX 30xx / 40xx, L4, H100 / H200; bfloat16 tensor cores and cp.async); "
+        "train on the CPU with --device=cpu{}",
+        gpu, kMinCudaComputeCapability,
+        c.dtype == "float16" ? " (float16 runs there too, with the loss scaler)" : "");
   if (c.zero_stage != 0) {
-    refuse("zero_stage = 1 (ZeRO-1's shards in GPU memory)",
-           "use --zero_stage=0 (plain data parallelism: every GPU holds the whole optimizer state)");
+    refuse(
+        "zero_stage = 1 (ZeRO-1's shards in GPU memory)",
+        "use --zero_stage=0 (plain data parallelism: every GPU holds the whole optimizer state)");
   }
   DType dtype = DType::kF32;
   parse_dtype(c.dtype == "auto" ? "bfloat16" : c.dtype, dtype);
@@ -50,11 +47,6 @@ void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_nam
         "probabilities on the GPU)",
         dtype_name(dtype), c.model.n_embd, c.model.n_head,
         c.model.n_head > 0 ? c.model.n_embd / c.model.n_head : 0);
-  CHECK(!known || new_enough,
-        "--device=cuda: {} is older than this build's CUDA kernels allow (they need sm_{} or "
-        "later: A100, RTX 30xx / 40xx, L4, H100 / H200; bfloat16 tensor cores and cp.async); "
-        "train on the CPU with --device=cpu",
-        gpu, kMinCudaComputeCapability);
 }
 
 TrainResult run_training_on_cuda(TrainConfig config, TrainOptions options) {
@@ -71,8 +63,9 @@ TrainResult run_training_on_cuda(TrainConfig config, TrainOptions options) {
     // The same attention by another way (kernel choices pick how, never what).
     config.attention = "naive";
     if (!options.quiet && (options.comm == nullptr || options.comm->rank() == 0)) {
-      fmt::print("--device=cuda: float32 attention keeps its T x T probabilities "
-                 "(attention = 'naive'; the GPU's flash kernels are bfloat16)\n");
+      fmt::print(
+          "--device=cuda: float32 attention keeps its T x T probabilities "
+          "(attention = 'naive'; the GPU's flash kernels are bfloat16)\n");
     }
   }
   // NANOGPT_GPU_GELU_EPILOGUE=0: the bfloat16 MLP's GELU in its own kernels (an A/B switch).

@@ -22,8 +22,8 @@ inline constexpr int kMaxGpuHeadSize = 256;
 
 // Throws nanogpt::Error naming the first key, or the GPU, that this build cannot train with on
 // `gpu_name` of `compute_capability` (0: no GPU known yet; only the keys are checked), and what
-// to use instead: float16 (no CUDA kernel takes float16 tensors yet), ZeRO-1 (its shards are not in
-// GPU memory yet), a GPU older than sm_80, bfloat16 attention heads of more than 256.
+// to use instead: a GPU older than sm_80 (by its name), ZeRO-1 (its shards are not in GPU memory
+// yet), 16-bit attention heads of more than 256.
 void check_cuda_training_config(const TrainConfig& config, const std::string& gpu_name,
                                 int compute_capability);
 

@@ -51,15 +51,16 @@ GpuWorld make_gpu_world(Communicator& host, const TrainConfig& config) {
   o.device = gpu.device;
   o.timeout_s = config.comm_timeout;
   world.nccl = std::make_unique<NcclCommunicator>(id, o);
-  world.description += fmt::format(" (NCCL {}, ranks met through {})",
-                                   NcclCommunicator::library_version(), how);
+  world.description +=
+      fmt::format(" (NCCL {}, ranks met through {})", NcclCommunicator::library_version(), how);
   return world;
 #else
   (void)config;
-  fail("--device=cuda with {} ranks ({}) needs the NCCL communicator, which this nanogpt was "
-       "built without (nccl.h or libnccl was not found): install NCCL (libnccl-dev) and rebuild, "
-       "or train on one GPU in one process",
-       launch.world_size, launcher_name(launch.launcher));
+  fail(
+      "--device=cuda with {} ranks ({}) needs the NCCL communicator, which this nanogpt was "
+      "built without (nccl.h or libnccl was not found): install NCCL (libnccl-dev) and rebuild, "
+      "or train on one GPU in one process",
+      launch.world_size, launcher_name(launch.launcher));
 #endif
 }
 

@@ -10,8 +10,8 @@
 namespace nanogpt {
 
 struct DeviceProfilePeaks {
-  ComputePeaks compute;         // every unit at the device's peak (fp32_fma carries it)
-  double bytes_per_s = 0;       // read + write bytes of a device-to-device copy, per second
+  ComputePeaks compute;    // every unit at the device's peak (fp32_fma carries it)
+  double bytes_per_s = 0;  // read + write bytes of a device-to-device copy, per second
 };
 
 DeviceProfilePeaks measure_device_profile_peaks(Backend& device, double peak_flops);

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backends/off_host_cpu_backend.h"
-#include "core/rng.h"
 #include "core/check.h"
+#include "core/rng.h"
 #include "kernels/cpu_backend.h"
 #include "model/gpt.h"
 #include "model/init.h"

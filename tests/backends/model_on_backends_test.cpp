@@ -201,10 +201,12 @@ TEST_P(ModelOnBackends, CudaMatchesTheHostModel) {
 INSTANTIATE_TEST_SUITE_P(
     CasesDtypes, ModelOnBackends,
     ::testing::Combine(::testing::Range(0, static_cast<int>(cases().size())),
-                       ::testing::Values(DType::kF32, DType::kBF16)),
+                       ::testing::Values(DType::kF32, DType::kBF16, DType::kF16)),
     [](const auto& info) {
       return cases()[std::get<0>(info.param)].name + "_" +
-             (std::get<1>(info.param) == DType::kF32 ? "f32" : "bf16");
+             (std::get<1>(info.param) == DType::kF32    ? "f32"
+              : std::get<1>(info.param) == DType::kBF16 ? "bf16"
+                                                        : "f16");
     });
 
 }  // namespace

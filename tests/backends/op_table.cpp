@@ -1,7 +1,7 @@
 // The rows of the backend harness (op_table.h): every op the model calls through kernels/backend.h,
-// at float32 and bfloat16 where the model runs it in both, at an odd shape and at a GPT-like one,
-// forward and backward. A backward row runs its forward first on the same side, so that the saved
-// statistics (mean, rstd, lse) are that side's own.
+// at float32, bfloat16 and float16 where the model runs it in each, at an odd shape and at a
+// GPT-like one, forward and backward. A backward row runs its forward first on the same side, so
+// that the saved statistics (mean, rstd, lse) are that side's own.
 #include "op_table.h"
 
 #include <fmt/format.h>
@@ -61,7 +61,7 @@ const char* act_name(MlpActivation k) {
   return k == MlpActivation::kTanh ? "tanh" : (k == MlpActivation::kExact ? "erf" : "relu2");
 }
 
-constexpr DType kDtypes[] = {DType::kF32, DType::kBF16};
+constexpr DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
 void add_embedding_rows(std::vector<OpRow>& rows) {
   for (const bool pos : {true, false}) {

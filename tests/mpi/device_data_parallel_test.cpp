@@ -11,8 +11,8 @@ namespace nanogpt::mpi_test {
 namespace {
 
 RunResult run_device_ranks(const std::string& dir, int ranks, const std::string& keys) {
-  return e2e::run_command(dir, "OMP_NUM_THREADS=1 " + mpirun(ranks) + " '" +
-                                   NANOGPT_OFF_HOST_TRAINER + "' " + keys);
+  return e2e::run_command(
+      dir, "OMP_NUM_THREADS=1 " + mpirun(ranks) + " '" + NANOGPT_OFF_HOST_TRAINER + "' " + keys);
 }
 
 TEST(DeviceDataParallel, TwoRanksOnADeviceBackendEqualOneRankOnTheHost) {

@@ -94,14 +94,6 @@ void accumulate(TypedPtr acc, ConstTypedPtr x, int64_t n) {
   throw UnsupportedOp(fmt::format("{} on the GPU: {}", op, what));
 }
 
-void no_f16(const char* op, DType t) {
-  if (t == DType::kF16) {
-    unsupported(op,
-                "float16 tensors have no CUDA kernel yet (use dtype='bfloat16' or "
-                "'float32')");
-  }
-}
-
 }  // namespace
 
 CudaBackend::CudaBackend(bool allow_tf32, bool gelu_epilogue, int device)
@@ -133,9 +125,7 @@ void CudaBackend::flush_profile() {
   if (profile_) timer_.flush(*profile_);
 }
 
-bool CudaBackend::supports(std::string_view /*op*/, DType dtype) const {
-  return dtype != DType::kF16;
-}
+bool CudaBackend::supports(std::string_view /*op*/, DType /*dtype*/) const { return true; }
 
 void* CudaBackend::temp(size_t bytes) {
   if (temp_.bytes() < bytes) {
@@ -181,7 +171,6 @@ void CudaBackend::layernorm_forward(TypedPtr out, float* mean, float* rstd, cons
                                     NormKind norm) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "layernorm_forward",
                          op_cost::layernorm_forward(N, C, out.dtype));
-  no_f16("layernorm_forward", out.dtype);
   cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, norm);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -197,7 +186,6 @@ void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, 
                                      const float* rstd, int64_t N, int C, NormKind norm) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "layernorm_backward",
                          op_cost::layernorm_backward(N, C, dout.dtype));
-  no_f16("layernorm_backward", dout.dtype);
   cuda::layernorm_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, norm);
 }
 void CudaBackend::residual_layernorm_forward(float* res, float* out, float* mean, float* rstd,
@@ -214,7 +202,6 @@ void CudaBackend::residual_layernorm_forward(float* res, TypedPtr out, float* me
                                              float w) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "residual_layernorm_forward",
                          op_cost::residual_layernorm_forward(N, C, out.dtype));
-  no_f16("residual_layernorm_forward", out.dtype);
   if (w == 1.0f) {
     cuda::residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C, norm);
     return;
@@ -233,7 +220,6 @@ void CudaBackend::matmul_forward(TypedPtr out, ConstTypedPtr inp, ConstTypedPtr 
                                  const float* bias, int64_t N, int C, int OC) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_forward",
                          op_cost::matmul_forward(N, C, OC, inp.dtype, out.dtype));
-  no_f16("matmul_forward", inp.dtype);
   cuda::matmul_forward(ctx_, out, inp, weight, bias_for(bias, out.dtype, OC), N, C, OC);
 }
 void CudaBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -249,7 +235,6 @@ void CudaBackend::matmul_backward(TypedPtr dinp, float* dweight, float* dbias, C
                                   int OC) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_backward",
                          op_cost::matmul_backward(N, C, OC, static_cast<bool>(dinp), dout.dtype));
-  no_f16("matmul_backward", dout.dtype);
   if (!dinp) {
     cuda::matmul_backward(ctx_, {}, dweight, dbias, dout, inp, weight, N, C, OC);
     return;
@@ -263,7 +248,6 @@ void CudaBackend::matmul_backward_overwrite(TypedPtr dinp, float* dweight, float
                                             ConstTypedPtr weight, int64_t N, int C, int OC) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_backward_overwrite",
                          op_cost::matmul_backward_overwrite(N, C, OC, dout.dtype));
-  no_f16("matmul_backward_overwrite", dout.dtype);
   cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 void CudaBackend::matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstTypedPtr inp,
@@ -271,7 +255,6 @@ void CudaBackend::matmul_gelu_forward(TypedPtr fch, TypedPtr fch_gelu, ConstType
                                       int OC, MlpActivation kind) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "matmul_gelu_forward",
                          op_cost::matmul_gelu_forward(N, C, OC, inp.dtype, fch.dtype));
-  no_f16("matmul_gelu_forward", inp.dtype);
   cuda::matmul_gelu_forward(ctx_, fch_gelu, fch, inp, weight, bias_for(bias, fch.dtype, OC), N, C,
                             OC, kind, gelu_epilogue_);
 }
@@ -281,7 +264,6 @@ void CudaBackend::gelu_matmul_backward(TypedPtr dpre, float* dweight, float* dbi
                                        int64_t N, int C, int OC, MlpActivation kind) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_matmul_backward",
                          op_cost::gelu_matmul_backward(N, C, OC, pre.dtype));
-  no_f16("gelu_matmul_backward", pre.dtype);
   const TypedPtr act{temp(static_cast<size_t>(N) * C * dtype_size(pre.dtype)), pre.dtype};
   cuda::gelu_forward(act, pre, N * C, kind);
   cuda::matmul_gelu_backward(ctx_, dpre, dweight, dbias, dout, act, weight, N, C, OC, pre, kind,
@@ -308,7 +290,6 @@ void CudaBackend::attention_forward(TypedPtr out, float* lse, ConstTypedPtr qkv,
                             "the rest in float32",
                             dtype_name(qkv.dtype), C / NH));
   }
-  no_f16("attention_forward", qkv.dtype);
   cuda::attention_any_head_forward(out, lse, qkv, B, T, C, NH, dropout_p, seed);
 }
 void CudaBackend::attention_backward(float* dqkv, const float* dout, const float* out,
@@ -330,7 +311,6 @@ void CudaBackend::attention_backward(TypedPtr dqkv, ConstTypedPtr dout, ConstTyp
         "attention_backward (flash)",
         fmt::format("heads of at most 256 (here {}, head size {})", dtype_name(qkv.dtype), C / NH));
   }
-  no_f16("attention_backward", qkv.dtype);
   const int64_t n = int64_t{B} * T * 3 * C;
   const size_t grad_bytes = (static_cast<size_t>(n) * dtype_size(qkv.dtype) + 255) / 256 * 256;
   const size_t delta_bytes = static_cast<size_t>(B) * NH * T * sizeof(float);
@@ -377,7 +357,6 @@ void CudaBackend::gelu_forward(float* out, const float* inp, int64_t N, MlpActiv
 void CudaBackend::gelu_forward(TypedPtr out, ConstTypedPtr inp, int64_t N, MlpActivation kind) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_forward",
                          op_cost::gelu_forward(N, inp.dtype));
-  no_f16("gelu_forward", inp.dtype);
   cuda::gelu_forward(out, inp, N, kind);
 }
 void CudaBackend::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N,
@@ -389,7 +368,6 @@ void CudaBackend::gelu_backward(TypedPtr dinp, ConstTypedPtr inp, ConstTypedPtr 
                                 MlpActivation kind) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_backward",
                          op_cost::gelu_backward(N, inp.dtype));
-  no_f16("gelu_backward", inp.dtype);
   const TypedPtr t{temp(static_cast<size_t>(N) * dtype_size(dinp.dtype)), dinp.dtype};
   cuda::gelu_backward(t, inp, dout, N, kind);
   accumulate(dinp, t, N);
@@ -398,7 +376,6 @@ void CudaBackend::gelu_backward_overwrite(TypedPtr dinp, ConstTypedPtr inp, Cons
                                           int64_t N, MlpActivation kind) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "gelu_backward_overwrite",
                          op_cost::gelu_backward_overwrite(N, inp.dtype));
-  no_f16("gelu_backward_overwrite", inp.dtype);
   cuda::gelu_backward(dinp, inp, dout, N, kind);
 }
 void CudaBackend::residual_forward(float* out, const float* a, const float* b, int64_t N) {
@@ -493,7 +470,6 @@ void CudaBackend::qk_norm_rotary_forward(TypedPtr qkv, float* rstd, const float*
                                          int NH, float q_gain) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "qk_norm_rotary_forward",
                          op_cost::qk_norm_rotary_forward(N, C, qkv.dtype));
-  no_f16("qk_norm_rotary_forward", qkv.dtype);
   if (rstd != nullptr) cuda::qk_rmsnorm_forward(qkv, rstd, N, C, NH);
   if (cos != nullptr) cuda::rotary_forward(qkv, cos, sin, N, T, pos0, C, NH);
   // The gain after the rotation (a rotation is linear): Q's heads gain * rot(unit head).
@@ -504,7 +480,6 @@ void CudaBackend::qk_norm_rotary_backward(TypedPtr dqkv, ConstTypedPtr qkv, cons
                                           int pos0, int C, int NH, float q_gain) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "qk_norm_rotary_backward",
                          op_cost::qk_norm_rotary_backward(N, C, dqkv.dtype, rstd != nullptr));
-  no_f16("qk_norm_rotary_backward", dqkv.dtype);
   ConstTypedPtr y = qkv;  // the forward's output; with a gain, its Q as the unit heads
   if (rstd != nullptr && q_gain != 1.0f) {
     const size_t bytes = static_cast<size_t>(N) * 3 * C * dtype_size(qkv.dtype);
@@ -528,8 +503,6 @@ void CudaBackend::fill_zero(TypedPtr dst, int64_t n) {
 void CudaBackend::convert(TypedPtr dst, ConstTypedPtr src, int64_t n) {
   cuda::GpuOpScope timed(timer_, profile_ != nullptr, "convert",
                          op_cost::convert(n, dst.dtype, src.dtype));
-  no_f16("convert", dst.dtype);
-  no_f16("convert", src.dtype);
   cuda::convert(dst, src, n);
 }
 

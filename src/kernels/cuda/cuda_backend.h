@@ -4,10 +4,10 @@
 // gradients that the seam accumulates and a kernel overwrites go through a device temporary and
 // an add; a float32 bias of a 16-bit product is rounded first; the fused backward of the MLP's
 // second product recomputes the activation; the soft-capped loss copies logits it would overwrite.
-// What no kernel does yet is refused by name (UnsupportedOp): float16 tensors, attention heads of
-// more than 256 (heads of 64 in bfloat16 run the tensor cores' flash kernels, other heads
-// attention_any_head.cu). QK-norm's query gain scales Q around the
-// gain-free kernels (a kernel of its own).
+// What no kernel does yet is refused by name (UnsupportedOp): attention heads of more than 256
+// (heads of 64 in bfloat16 run the tensor cores' flash kernels, other heads and float16
+// attention_any_head.cu). Storage float32, bfloat16 or float16, arithmetic float32. QK-norm's
+// query gain scales Q around the gain-free kernels (a kernel of its own).
 // Work is queued on the default stream; the host waits where a method returns a value
 // (skip_backward's sum), in download() and in synchronize(). With a profile attached every op is
 // bracketed by CUDA events (gpu_op_timer.h), read when the profile's scope ends. This header includes no CUDA header.
@@ -45,8 +45,7 @@ class CudaBackend final : public Backend {
   void download(void* host_dst, const void* src, size_t bytes) override;
   void synchronize() override;
   void flush_profile() override;  // waits for the timed ops (--profile) and adds their times
-  // float32 and bfloat16 tensors; not float16 (no kernel takes it yet); the naive attention in
-  // either.
+  // float32, bfloat16 and float16 tensors (float16: not yet run on a GPU).
   bool supports(std::string_view op, DType dtype) const override;
 
   // ---- ops ----

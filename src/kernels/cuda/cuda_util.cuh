@@ -1,6 +1,6 @@
 // What every .cu of the CUDA backend shares: error checks that throw nanogpt::Error, the dtype
-// dispatch (float32 / bfloat16 storage, float32 compute), grid sizing, and the counter-based dropout
-// hash of core/rng.h on the device (the same masks as the CPU).
+// dispatch (float32 / bfloat16 / float16 storage, float32 compute), grid sizing, and the
+// counter-based dropout hash of core/rng.h on the device (the same masks as the CPU).
 #pragma once
 // NOTE: .cu files are compiled as C++17 (CMake's CUDA_STANDARD 17; by hand: nvcc -std=c++17):
 // under -std=c++20 nvcc 13 rejects fmt 9's consteval format-string checks in core/check.h.
@@ -8,6 +8,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -37,24 +38,31 @@ namespace nanogpt::cuda {
 #define NANOGPT_CUDA_CHECK_LAUNCH() NANOGPT_CUDA_CHECK(cudaGetLastError())
 
 using bf16 = __nv_bfloat16;
+using f16 = __half;
 
 // Storage type <-> float32.
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32(f16 x) { return __half2float(x); }
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);
 template <>
 __device__ __forceinline__ float from_f32<float>(float x) { return x; }
 template <>
 __device__ __forceinline__ bf16 from_f32<bf16>(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ __forceinline__ f16 from_f32<f16>(float x) { return __float2half_rn(x); }
 
-// Calls f(T{}) with T the storage type of `dtype` (float32 or bfloat16; float16 is refused).
+// Calls f(T{}) with T the storage type of `dtype` (float32, bfloat16 or float16).
 template <typename F>
 void dispatch_dtype(DType dtype, const char* op, F&& f) {
   switch (dtype) {
     case DType::kF32: f(float{}); return;
     case DType::kBF16: f(bf16{}); return;
-    default: fail("{} on the GPU takes float32 or bfloat16 tensors, not {}", op, dtype_name(dtype));
+    case DType::kF16: f(f16{}); return;
+    default:
+      fail("{} on the GPU takes float32, bfloat16 or float16 tensors, not {}", op,
+           dtype_name(dtype));
   }
 }
 

@@ -33,7 +33,9 @@ cudaDataType_t cuda_type(DType t) {
   switch (t) {
     case DType::kF32: return CUDA_R_32F;
     case DType::kBF16: return CUDA_R_16BF;
-    default: fail("matmul on the GPU takes float32 or bfloat16 tensors, not {}", dtype_name(t));
+    case DType::kF16: return CUDA_R_16F;
+    default: fail("matmul on the GPU takes float32, bfloat16 or float16 tensors, not {}",
+                  dtype_name(t));
   }
 }
 
