@@ -26,8 +26,8 @@
 # Env: STEPS (default 30), NANOGPT_BUILD_DIR (default build), OUT (default /tmp/gpu_check_out),
 # TESTFILTER (GoogleTest filter of the GPU tests, default all),
 # PARTS (default "tests w2 cpu gpt2 noepilogue gpuspeedrun multigpu nanogpt"; a rerun can leave
-# some out; "multigpu": 2 ranks sharing the GPU over NCCL against 1 rank, AdamW and Muon, bf16 and
-# fp32;
+# some out; "multigpu": 2 ranks sharing the GPU over NCCL against 1 rank, and ZeRO-1 against
+# plain data parallelism, AdamW and Muon, bf16 and fp32;
 # "gpuspeedrun": both speedrun recipes to their targets on the GPU, GPU_SPEEDRUN_SEEDS (default the
 # 3 record and 5 held-out seeds), GPU_SPEEDRUN_TIMEOUT s a run (default 60); more:
 # "amx" the CPU bench meanwhile, AMX_TIMEOUT seconds at most, default 450 (the first AMX run needed
@@ -113,6 +113,49 @@ ours_gpu() {
     --max_iters="$steps" "$@" > "$OUT/$tag.log" 2>&1
   echo "exit $?"
   grep -E '^(compute|iter (0|1|10|'"$((steps-1))"'):|done|error)' "$OUT/$tag.log"
+}
+
+# two_ranks_on_the_gpu <tag> [train args...]: 2 ranks of our binary sharing the one GPU
+# (torchrun-style variables, TCP rendezvous, each rank its own NCCL "host"), into $WORK/<tag>,
+# logs $OUT/<tag>_rank<r>.log; prints which GPU each rank holds, the comm wait and any error.
+two_ranks_on_the_gpu() {
+  local tag=$1 r; shift
+  for r in 0 1; do
+    NANOGPT_SHARE_GPU=1 NCCL_HOSTID="nanogpt-rank-$r" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
+      RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=29517 timeout 180 "$NG" train "$@" --out_dir="$WORK/$tag" \
+      > "$OUT/${tag}_rank$r.log" 2>&1 &
+  done
+  wait
+  grep -h -E '^rank |ZeRO-1|comm wait|^error' "$OUT/${tag}_rank0.log" "$OUT/${tag}_rank1.log" | head -6
+}
+
+# compare_losses <name a> <out_dir a> <name b> <out_dir b>: the largest loss difference of two runs.
+compare_losses() {
+  python3 - "$@" <<'PY'
+import json, sys
+def losses(d):
+    try:
+        return [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl") if '"loss"' in l]
+    except OSError:
+        return []
+name_a, a, name_b, b = sys.argv[1], losses(sys.argv[2]), sys.argv[3], losses(sys.argv[4])
+worst = max((abs(x - y) for x, y in zip(a, b)), default=float("nan"))
+print(f"losses: {name_a} {len(a)}, {name_b} {len(b)} steps; largest |diff| over "
+      f"{min(len(a), len(b))}: {worst:.2e}")
+PY
+}
+
+# gpu_speedrun <track name> <tag> <config> <seed>: a speedrun recipe to its target on the GPU,
+# log $OUT/gpu_speedrun_<tag>_<seed>.log; prints the exit status and the target's line.
+gpu_speedrun() {
+  local name=$1 tag=$2 config=$3 seed=$4
+  echo "== speedrun, $name on the GPU, seed $seed"
+  timeout "${GPU_SPEEDRUN_TIMEOUT:-60}" "$NG" train "$ROOT/config/$config" --device=cuda \
+    --seed="$seed" --data_dir="$BUNDLE/data/shakespeare_char" \
+    --out_dir="$WORK/gpu_speedrun_${tag}_$seed" --always_save_checkpoint=False \
+    > "$OUT/gpu_speedrun_${tag}_$seed.log" 2>&1
+  echo "exit $?"; grep -E 'target val loss|^done|error' "$OUT/gpu_speedrun_${tag}_$seed.log" | head -4
 }
 
 run() {
@@ -258,39 +301,25 @@ run() {
   if want multigpu; then
   # Issue 54 on the one lent GPU: 2 ranks sharing it (torchrun-style variables, TCP rendezvous;
   # NCCL 2.28 refuses two ranks on one GPU unless each is its own "host": NCCL_HOSTID per rank,
-  # no P2P or shared memory) must give the losses of 1 rank with twice the accumulation, for
-  # AdamW and Muon, bfloat16 and float32.
-  local opt dt r
+  # no P2P or shared memory) must give the losses of 1 rank with twice the accumulation, and
+  # ZeRO-1 on the same 2 ranks those of plain data parallelism, for AdamW and Muon, bfloat16 and
+  # float32.
+  local opt dt
   for opt in adamw muon; do
     for dt in bfloat16 float32; do
       local tag=dp_${opt}_${dt} mg=(--device=cuda --dtype=$dt --optimizer=$opt
         --data_dir="$data/shakespeare_char" --n_layer=2 --n_head=2 --n_embd=128 --block_size=64
         --batch_size=8 --max_iters=8 --eval_interval=4 --eval_iters=2 --log_interval=1
-        --warmup_iters=0 --learning_rate=3e-3 --dropout=0 --always_save_checkpoint=False)
+        --warmup_iters=0 --learning_rate=3e-3 --dropout=0 --always_save_checkpoint=False
+        --gradient_accumulation_steps=4)
       echo "== 2 ranks on one GPU vs 1 rank with twice the accumulation: $opt, $dt"
-      timeout 120 "$NG" train "${mg[@]}" --gradient_accumulation_steps=4 \
-        --out_dir="$work/${tag}_1" > "$OUT/${tag}_1.log" 2>&1
+      timeout 120 "$NG" train "${mg[@]}" --out_dir="$work/${tag}_1" > "$OUT/${tag}_1.log" 2>&1
       echo "1 rank: exit $?"
-      for r in 0 1; do
-        NANOGPT_SHARE_GPU=1 NCCL_HOSTID="nanogpt-rank-$r" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
-          RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
-          MASTER_PORT=29517 timeout 180 "$NG" train "${mg[@]}" --gradient_accumulation_steps=4 \
-          --out_dir="$work/${tag}_2" > "$OUT/${tag}_2_rank$r.log" 2>&1 &
-      done
-      wait
-      grep -h -E '^rank |comm wait|^error' "$OUT/${tag}_2_rank0.log" "$OUT/${tag}_2_rank1.log" | head -6
-      python3 - "$work/${tag}_1/metrics.jsonl" "$work/${tag}_2/metrics.jsonl" <<'PY'
-import json, sys
-def losses(p):
-    try:
-        return [json.loads(l)["loss"] for l in open(p) if '"loss"' in l]
-    except OSError:
-        return []
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-n = min(len(a), len(b))
-worst = max((abs(x - y) for x, y in zip(a, b)), default=float("nan"))
-print(f"losses: 1 rank {len(a)}, 2 ranks {len(b)} steps; largest |diff| over {n}: {worst:.2e}")
-PY
+      two_ranks_on_the_gpu "${tag}_2" "${mg[@]}"
+      compare_losses "1 rank" "$work/${tag}_1" "2 ranks" "$work/${tag}_2"
+      echo "== ZeRO-1 on the 2 ranks vs plain data parallelism: $opt, $dt"
+      two_ranks_on_the_gpu "${tag}_2z" "${mg[@]}" --zero_stage=1
+      compare_losses "2 ranks" "$work/${tag}_2" "ZeRO-1" "$work/${tag}_2z"
     done
   done
   fi
@@ -301,18 +330,8 @@ PY
   # held-out ones (the CPU recipe's heads of 32: kernels/cuda/attention_any_head.cu in bfloat16).
   local seed
   for seed in ${GPU_SPEEDRUN_SEEDS:-1337 1338 1339 9001 9002 9003 9004 9005}; do
-    echo "== speedrun, baby-GPT track (1.47) on the GPU, seed $seed"
-    timeout "${GPU_SPEEDRUN_TIMEOUT:-60}" "$NG" train "$ROOT/config/speedrun_shakespeare_char.py" \
-      --device=cuda --seed="$seed" --data_dir="$data/shakespeare_char" \
-      --out_dir="$work/gpu_speedrun_baby_$seed" --always_save_checkpoint=False \
-      > "$OUT/gpu_speedrun_baby_$seed.log" 2>&1
-    echo "exit $?"; grep -E 'target val loss|^done|error' "$OUT/gpu_speedrun_baby_$seed.log" | head -4
-    echo "== speedrun, CPU track (1.88) on the GPU, seed $seed"
-    timeout "${GPU_SPEEDRUN_TIMEOUT:-60}" "$NG" train "$ROOT/config/speedrun_shakespeare_char_cpu.py" \
-      --device=cuda --seed="$seed" --data_dir="$data/shakespeare_char" \
-      --out_dir="$work/gpu_speedrun_cpu_$seed" --always_save_checkpoint=False \
-      > "$OUT/gpu_speedrun_cpu_$seed.log" 2>&1
-    echo "exit $?"; grep -E 'target val loss|^done|error' "$OUT/gpu_speedrun_cpu_$seed.log" | head -4
+    gpu_speedrun "baby-GPT track (1.47)" baby speedrun_shakespeare_char.py "$seed"
+    gpu_speedrun "CPU track (1.88)" cpu speedrun_shakespeare_char_cpu.py "$seed"
   done
   fi
 

@@ -61,7 +61,7 @@ int print_gpu_estimate(TrainConfig config, int world_size) {
       "GPU (--device=cuda), {}, {} attention{}{}:\n", dtype_name(dtype),
       resolved.attention == "naive" ? "naive (T x T probabilities)" : "flash",
       world_size == 1 ? "" : fmt::format(", per GPU of {}", world_size),
-      resolved.zero_stage == 1 ? " (ZeRO-1: refused on GPUs yet; the CPU's sharding shown)" : "");
+      resolved.zero_stage == 1 ? ", ZeRO-1" : "");
   std::fputs(format_estimate(e, 0, "").c_str(), stdout);
   fmt::print("  (plus the CUDA context, ~0.5 GiB)\n");
   return 0;

@@ -14,7 +14,9 @@
 #include "model/gpt.h"
 #include "sample/generator.h"
 #if NANOGPT_WITH_CUDA
+#include "gpu/cuda_training.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_context.h"
 #endif
 #include "sample/sample_config.h"
 #include "tokenizer/gpt2_tokenizer.h"
@@ -81,6 +83,11 @@ int sample_command(const Args& args) {
   } else {
 #if NANOGPT_WITH_CUDA
     backend = std::make_unique<CudaBackend>();  // throws naming why when no GPU is usable
+    const int cc = cuda::device_compute_capability();
+    CHECK(config.dtype != "bfloat16" || cc >= kMinBfloat16ComputeCapability,
+          "--device=cuda --dtype=bfloat16: {} (sm_{}) has no bfloat16 tensor cores (sm_{} or "
+          "later); sample with --dtype=float32",
+          cuda::device_name(), cc, kMinBfloat16ComputeCapability);
 #else
     fail(
         "--device={}: this nanogpt was built without the CUDA backend (no nvcc was found when "

@@ -38,7 +38,12 @@ int train_command(const Args& args) {
     apply_assignments(config, taken);
   }
   config.validate();  // before printing: a bad key's message should come first
-  const std::string auto_note = config.resolve_auto_dtype();  // saved resolved in the checkpoint
+  // 'auto' is saved resolved in the checkpoint: on a GPU for the GPU found, else for this CPU.
+  std::string auto_note;
+#if NANOGPT_WITH_CUDA
+  if (config.device != "cpu") auto_note = resolve_cuda_auto_dtype(config);
+#endif
+  if (auto_note.empty()) auto_note = config.resolve_auto_dtype();
   // Under mpirun: one rank of a data-parallel job (a plain run is a world of one, without MPI).
   std::unique_ptr<Communicator> comm = make_communicator(config.comm_timeout);
   try {

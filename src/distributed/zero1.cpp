@@ -56,25 +56,28 @@ Zero1::Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& ta
     c->all_gather(data, counts);
   };
   optimizer_ = make_optimizer(config, table, tracker, runtime);
-  shard_grads_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);
-  if (shard_masters) master_ = Buffer<float>(static_cast<size_t>(end_ - begin_), tracker);
+  const auto n = static_cast<size_t>(end_ - begin_);
+  shard_grads_ = Buffer<float>(n, tracker, &ops());
+  if (shard_masters) master_ = Buffer<float>(n, tracker, &ops());
 }
 
 void Zero1::init_masters(const ParamTable& table, uint64_t seed) {
   CHECK(shards_masters(), "Zero1::init_masters: the master weights are not sharded");
-  init_weights_range(table, seed, begin_, end_, master_.data());
+  Buffer<float> host(static_cast<size_t>(end_ - begin_));
+  init_weights_range(table, seed, begin_, end_, host.data());
+  ops().upload(master_.data(), host.data(), host.size() * sizeof(float));
 }
 
 void Zero1::set_masters_from_whole(const float* whole) {
   CHECK(shards_masters(), "Zero1::set_masters_from_whole: the master weights are not sharded");
-  std::copy(whole + begin_, whole + end_, master_.data());
+  ops().upload(master_.data(), whole + begin_, static_cast<size_t>(end_ - begin_) * sizeof(float));
 }
 
-void Zero1::publish_weights(GPT& model, CpuBackend& ctx, double* comm_seconds) {
+void Zero1::publish_weights(GPT& model, Backend& ops, double* comm_seconds) {
   CHECK(shards_masters() && model.master_weights() == MasterWeights::kOutside,
         "Zero1::publish_weights: needs sharded master weights and a model built with "
         "MasterWeights::kOutside");
-  model.set_weights_range(ctx, master_.data(), begin_, end_);
+  model.set_weights_range(ops, master_.data(), begin_, end_);
   const auto t0 = std::chrono::steady_clock::now();
   comm_.all_gather(model.lowp_weights().data(), counts_);
   comm_.all_gather(model.fp32_read_weights().data(), fp32_counts_);
@@ -83,11 +86,12 @@ void Zero1::publish_weights(GPT& model, CpuBackend& ctx, double* comm_seconds) {
 
 double Zero1::reduce_gradients(const float* grads, double* comm_seconds) {
   const auto t0 = std::chrono::steady_clock::now();
-  comm_.reduce_scatter_sum(grads, shard_grads_.data(), counts_);
-  double sum_sq = 0;
-  for (int64_t i = 0; i < end_ - begin_; ++i) {
-    sum_sq += static_cast<double>(shard_grads_[i]) * shard_grads_[i];
+  if (comm_.size() == 1) {  // the shard is the whole arena (the copy in the backend's memory)
+    ops().copy_bytes(shard_grads_.data(), grads, static_cast<size_t>(end_ - begin_) * sizeof(float));
+  } else {
+    comm_.reduce_scatter_sum(grads, shard_grads_.data(), counts_);
   }
+  double sum_sq = ops().frobenius_sum_sq(shard_grads_.data(), end_ - begin_);
   comm_.all_reduce_sum(&sum_sq, 1);
   *comm_seconds += seconds_since(t0);
   return std::sqrt(sum_sq);
@@ -98,8 +102,8 @@ void Zero1::clip_shard(double norm, double max_norm) {
   if (max_norm > 0 && std::isfinite(norm)) {
     const double scale = max_norm / (norm + 1e-6);
     if (scale < 1.0) {
-      const float s = static_cast<float>(scale);
-      for (int64_t i = 0; i < end_ - begin_; ++i) shard_grads_[i] *= s;
+      const TensorSpan shard[] = {{0, end_ - begin_}};
+      ops().scale_tensors(shard_grads_.data(), shard, static_cast<float>(scale));
     }
   }
 }
@@ -112,7 +116,7 @@ void Zero1::step(float* params, double lr, double norm, double max_norm, double*
   *comm_seconds += seconds_since(t0);
 }
 
-void Zero1::step(GPT& model, CpuBackend& ctx, double lr, double norm, double max_norm,
+void Zero1::step(GPT& model, Backend& ops, double lr, double norm, double max_norm,
                  double* comm_seconds) {
   if (!shards_masters()) {
     step(model.params().data(), lr, norm, max_norm, comm_seconds);
@@ -120,7 +124,7 @@ void Zero1::step(GPT& model, CpuBackend& ctx, double lr, double norm, double max
   }
   clip_shard(norm, max_norm);
   optimizer_->step(master_.data(), shard_grads_.data(), lr);
-  publish_weights(model, ctx, comm_seconds);
+  publish_weights(model, ops, comm_seconds);
 }
 
 void Zero1::gather_to_root(const float* shard, float* whole) {
@@ -129,7 +133,9 @@ void Zero1::gather_to_root(const float* shard, float* whole) {
   for (int r = 0; r < comm_.size(); ++r) {
     // Rank r's shard goes to everyone (broadcast is in the interface); rank 0 keeps it.
     block = Buffer<float>(static_cast<size_t>(counts_[r]));
-    if (r == comm_.rank()) std::copy(shard, shard + counts_[r], block.data());
+    if (r == comm_.rank()) {
+      ops().download(block.data(), shard, static_cast<size_t>(counts_[r]) * sizeof(float));
+    }
     comm_.broadcast(block.data(), counts_[r] * static_cast<int64_t>(sizeof(float)), r);
     if (comm_.rank() == 0) std::copy(block.data(), block.data() + counts_[r], whole + at);
     at += counts_[r];

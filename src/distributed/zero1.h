@@ -16,6 +16,9 @@
 // Checkpoints stay whole: the state (and the sharded masters) are gathered to rank 0 to save; on
 // resume each rank reads only its shard from the files (load_checkpoint's ranges), so a run may
 // resume with another rank count, stage or dtype without any rank holding the whole state.
+// Every buffer lives in the optimizer's backend's memory (runtime.backend: a GPU's, with NCCL
+// between the ranks) and every pass over it is a backend op; the host sees a shard only as a copy
+// (init, weights file, checkpoint).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,7 @@
 #include "core/buffer.h"
 #include "core/memory.h"
 #include "distributed/communicator.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/backend.h"
 #include "model/gpt.h"
 #include "model/params.h"
 #include "optim/optim_config.h"
@@ -42,8 +45,8 @@ class Zero1 {
  public:
   // shard_masters: mixed precision, the model built with MasterWeights::kOutside; this rank then
   // holds the float32 master weights of its shard (charged to tracker).
-  // runtime: what the optimizer takes from the run (Muon: kernels, matmul dtype); Zero1 fills in
-  // the shard and the rank sharing.
+  // runtime: what the optimizer takes from the run (its backend, which also holds Zero1's shard
+  // buffers; Muon's matmul dtype); Zero1 fills in the shard and the rank sharing.
   Zero1(Communicator& comm, const OptimConfig& config, const ParamTable& table,
         MemoryTracker* tracker, bool shard_masters = false, OptimizerRuntime runtime = {});
 
@@ -53,16 +56,17 @@ class Zero1 {
   int64_t shard_end() const { return end_; }
 
   bool shards_masters() const { return !master_.empty(); }
-  // shards_masters(): this rank's float32 master weights, arena elements [shard_begin, shard_end).
-  // Fill them (init, weights file, checkpoint), then publish_weights.
+  // shards_masters(): this rank's float32 master weights, arena elements [shard_begin, shard_end),
+  // in the backend's memory. Fill them (init, weights file, checkpoint), then publish_weights.
   float* master_shard() { return master_.data(); }
   // shards_masters(): the shard of nanoGPT's init from `seed` (what GPT::init_weights gives).
   void init_masters(const ParamTable& table, uint64_t seed);
-  // shards_masters(): the shard of a whole arena of master weights (table.total_numel() floats).
+  // shards_masters(): the shard of a whole host arena of master weights (table.total_numel()
+  // floats).
   void set_masters_from_whole(const float* whole);
   // shards_masters(): sets the model's weights from every rank's master shard (each rank its range
   // of the 16-bit copy and float32 copies, then all-gathers). Every rank calls it together.
-  void publish_weights(GPT& model, CpuBackend& ctx, double* comm_seconds = nullptr);
+  void publish_weights(GPT& model, Backend& ops, double* comm_seconds = nullptr);
 
   // grads: the whole arena, this rank's own micro-batch sum. Sums this rank's shard over ranks and
   // returns the global gradient norm (before clipping). Adds its waiting time to *comm_seconds.
@@ -72,7 +76,7 @@ class Zero1 {
   void step(float* params, double lr, double norm, double max_norm, double* comm_seconds);
   // The step of the trainer's model: the float32 step above on model.params(), or, with sharded
   // masters, the update of master_shard() and publish_weights.
-  void step(GPT& model, CpuBackend& ctx, double lr, double norm, double max_norm,
+  void step(GPT& model, Backend& ops, double lr, double norm, double max_norm,
             double* comm_seconds);
 
   // Called by every rank together. Fills `whole` (name -> whole arena) on rank 0 with every state
@@ -90,12 +94,14 @@ class Zero1 {
   int64_t begin_ = 0, end_ = 0;
   // Scales the shard's summed gradients by clip_grad_norm's factor for `norm`.
   void clip_shard(double norm, double max_norm);
-  // Sends every rank's `shard` (counts_[rank] floats) to rank 0, which writes the whole arena into
-  // `whole` (null on the other ranks).
+  // Sends every rank's `shard` (counts_[rank] floats, backend memory) to rank 0, which writes the
+  // whole arena into the host's `whole` (null on the other ranks).
   void gather_to_root(const float* shard, float* whole);
 
   std::vector<int64_t> fp32_counts_;  // (W) float32-read floats in each shard (shards_masters)
   std::unique_ptr<Optimizer> optimizer_;
+  // The backend the optimizer computes through; the buffers below are in its memory.
+  Backend& ops() const { return optimizer_->backend(); }
   Buffer<float> shard_grads_;  // (end - begin)
   Buffer<float> master_;       // (end - begin) float32 master weights; empty unless sharded
 };

@@ -20,26 +20,23 @@ namespace nanogpt {
 
 void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_name,
                                 int compute_capability) {
-  auto refuse = [](const std::string& what, const std::string& instead) {
-    fail("--device=cuda does not run {} yet; {}", what, instead);
-  };
   const std::string gpu =
       fmt::format("{} (sm_{})", gpu_name.empty() ? "this GPU" : gpu_name, compute_capability);
   const bool known = compute_capability > 0;
   const bool new_enough = compute_capability >= kMinCudaComputeCapability;
   CHECK(!known || new_enough,
         "--device=cuda: {} is older than this build's CUDA kernels allow (they need sm_{} or "
-        "later: A100, RTX 30xx / 40xx, L4, H100 / H200; bfloat16 tensor cores and cp.async); "
-        "train on the CPU with --device=cpu{}",
+        "later: T4, RTX 20xx and newer; CUDA 13 compiles for nothing older); train on the CPU "
+        "with --device=cpu{}",
         gpu, kMinCudaComputeCapability,
         c.dtype == "float16" ? " (float16 runs there too, with the loss scaler)" : "");
-  if (c.zero_stage != 0) {
-    refuse(
-        "zero_stage = 1 (ZeRO-1's shards in GPU memory)",
-        "use --zero_stage=0 (plain data parallelism: every GPU holds the whole optimizer state)");
-  }
   DType dtype = DType::kF32;
-  parse_dtype(c.dtype == "auto" ? "bfloat16" : c.dtype, dtype);
+  parse_dtype(c.dtype == "auto" ? cuda_auto_dtype(compute_capability) : c.dtype, dtype);
+  CHECK(!known || dtype != DType::kBF16 || compute_capability >= kMinBfloat16ComputeCapability,
+        "--device=cuda: {} has no bfloat16 tensor cores (bfloat16 needs sm_{} or later: A100, "
+        "RTX 30xx / 40xx, L4, H100 / H200); use --dtype=float16 (with the loss scaler, as nanoGPT "
+        "on such GPUs) or --dtype=float32",
+        gpu, kMinBfloat16ComputeCapability);
   CHECK(dtype == DType::kF32 || c.attention == "naive" || c.model.n_head <= 0 ||
             c.model.n_embd / c.model.n_head <= kMaxGpuHeadSize,
         "--device=cuda: {} attention on the GPU takes heads of at most 256 (here n_embd {} / "
@@ -49,8 +46,25 @@ void check_cuda_training_config(const TrainConfig& c, const std::string& gpu_nam
         c.model.n_head > 0 ? c.model.n_embd / c.model.n_head : 0);
 }
 
+std::string cuda_auto_dtype(int compute_capability) {
+  return compute_capability == 0 || compute_capability >= kMinBfloat16ComputeCapability
+             ? "bfloat16"
+             : "float16";
+}
+
+std::string resolve_cuda_auto_dtype(TrainConfig& config) {
+  if (config.dtype != "auto") return "";
+  const int cc = cuda::device_available() ? cuda::device_compute_capability() : 0;
+  config.dtype = cuda_auto_dtype(cc);
+  return cc == 0 || config.dtype == "bfloat16"
+             ? "dtype auto -> bfloat16 (--device=cuda: the GPU's bfloat16 tensor cores)"
+             : fmt::format("dtype auto -> float16 (--device=cuda: {} (sm_{}) has no bfloat16 "
+                           "tensor cores; float16 with the loss scaler)",
+                           cuda::device_name(), cc);
+}
+
 TrainResult run_training_on_cuda(TrainConfig config, TrainOptions options) {
-  if (config.dtype == "auto") config.dtype = "bfloat16";  // the GPU's tensor cores' format
+  resolve_cuda_auto_dtype(config);  // (the CLI has resolved it already and logged why)
   // The keys first (a refusal needs no GPU), then the GPU found; no GPU: CudaBackend says why.
   const bool gpu_here = cuda::device_available();
   check_cuda_training_config(config, gpu_here ? cuda::device_name() : "",

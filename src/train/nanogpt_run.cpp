@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "io/checkpoint.h"
 #include "io/torch_checkpoint.h"
+#include "kernels/backend.h"
 #include "train/model_source.h"
 #include "train/train_state.h"
 #include "train/trainer.h"
@@ -118,7 +119,9 @@ std::vector<std::string> continue_nanogpt_run(const NanoGptCheckpoint& ckpt, Opt
       CHECK(t.numel == end - begin, "continuing {}: AdamW state '{}' holds {} elements, not {}",
             ckpt.path, t.name, t.numel, end - begin);
       const float* from = t.name == "m" ? a.exp_avg.data() : a.exp_avg_sq.data();
-      std::copy(from + begin, from + end, t.data);
+      // (the state lives in the optimizer's backend's memory: a GPU's, or the host's)
+      optimizer.backend().upload(t.data, from + begin,
+                                 static_cast<size_t>(end - begin) * sizeof(float));
     }
     optimizer.set_steps(a.step);
   }

@@ -170,8 +170,14 @@ class TrainingRun {
     dataset_meta_ = read_dataset_meta(data_dir_);
     ckpt_dir_ = checkpoint_dir_of(config_.out_dir);
 
-    // The model's shape: from the checkpoint / weights file when starting from one.
     const std::string& from = config_.init_from;
+    if (!backend_->host_addressable()) {
+      CHECK(comm_->size() == 1 || comm_->device_buffers(),
+            "device '{}': {} ranks need a communicator of device memory (the gradients live "
+            "there: NCCL, --device=cuda under mpirun, srun or torchrun), not {}",
+            backend_->memory_name(), comm_->size(), comm_->describe());
+    }
+    // The model's shape: from the checkpoint / weights file when starting from one.
     Buffer<float> loaded_params;
     std::unique_ptr<NanoGptCheckpoint> nanogpt_ckpt;
     if (from == "resume") {
@@ -190,22 +196,6 @@ class TrainingRun {
       config_.model = src.config;
       config_.model.take_dropout_from(configured);
       loaded_params = std::move(src.params);
-    }
-    if (!backend_->host_addressable()) {
-      CHECK(config_.zero_stage == 0,
-            "device '{}': zero_stage=1 does not run on a device backend yet (ZeRO-1's shards and "
-            "master weights are host memory): use zero_stage=0 (plain data parallelism), or "
-            "train on the CPU",
-            backend_->memory_name());
-      CHECK(comm_->size() == 1 || comm_->device_buffers(),
-            "device '{}': {} ranks need a communicator of device memory (the gradients live "
-            "there: NCCL, --device=cuda under mpirun, srun or torchrun), not {}",
-            backend_->memory_name(), comm_->size(), comm_->describe());
-      CHECK(!is_torch_checkpoint_file(from),
-            "device '{}': --init_from={} (nanoGPT's ckpt.pt) is not read onto a device backend "
-            "yet: start it on the CPU (--device=cpu) for one step and resume from its "
-            "checkpoint here",
-            backend_->memory_name(), from);
     }
     // The dataset's vocab size (meta.json), 0 if it does not say.
     const std::string meta_path = (fs::path(data_dir_) / "meta.json").string();
@@ -307,7 +297,7 @@ class TrainingRun {
       best_val_loss_ = nanogpt_ckpt->best_val_loss;
       nanogpt_ckpt.reset();
     }
-    if (shard_masters) zero_->publish_weights(*model_, ctx_);
+    if (shard_masters) zero_->publish_weights(*model_, *backend_);
     // The weights' moving average: restored above on resume, else (ema_from 0) it starts as the
     // weights the run starts from.
     if (ema_.enabled() && from != "resume" && config_.ema_from == 0) {
@@ -489,7 +479,8 @@ class TrainingRun {
     const bool shard_masters = zero_ && zero_->shards_masters();
     LoadedCheckpoint ck =
         load_checkpoint(ckpt_dir_, config_.model, model_->table(),
-                        shard_masters ? zero_->master_shard()
+                        shard_masters ? staging.stage(zero_->master_shard(),
+                                                      shard.end - shard.begin, false)
                                       : staging.stage(model_->params().data(), numel, false),
                         arenas, shard_masters ? shard : ArenaRange{}, shard);
     staging.upload_all();
@@ -824,7 +815,7 @@ class TrainingRun {
       if (!skipped) {
         stop_if_not_finite(loss_sum / static_cast<double>(accum), norm, lr);
         if (zero_) {
-          zero_->step(*model_, ctx_, lr, norm, config_.optim.grad_clip, &comm_s);
+          zero_->step(*model_, *backend_, lr, norm, config_.optim.grad_clip, &comm_s);
         } else {
           optimizer_step_.apply(*model_, *optimizer_, lr);
           grads_zeroed = true;

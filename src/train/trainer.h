@@ -45,8 +45,9 @@ struct TrainOptions {
   Communicator* comm = nullptr;
   // The backend to train on: the model, the optimizer state and the weight average live in its
   // memory and every op runs on it (kernels/backend.h). Null: the CPU (the run's own CpuBackend).
-  // Off the host, checkpoints go through host copies (train/host_staging.h); data parallelism,
-  // ZeRO-1 and starting from nanoGPT's ckpt.pt are refused there for now.
+  // Off the host, checkpoints (ours and nanoGPT's ckpt.pt) go through host copies
+  // (train/host_staging.h), several ranks need a communicator of device memory (NCCL), and ZeRO-1
+  // keeps its shards in the backend's memory.
   Backend* device = nullptr;
   // With a device: the compute: line's description of it and the peak its MFU is taken against
   // (0: the CPU's measured peak, as on the CPU).

@@ -79,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"adamw_bf16_modern_ema", "adamw", "bfloat16", true, 0.9},
                       Case{"muon_bf16_modern", "muon", "bfloat16", true},
                       Case{"adamw_f16_scaler", "adamw", "float16"},
-                      Case{"sgd_f32_ema", "sgd", "float32", false, 0.8}),
+                      Case{"sgd_f32_ema", "sgd", "float32", false, 0.8},
+                      Case{"muon_bf16_zero1_sharded_masters", "muon", "bfloat16", true, 0, 1}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 }  // namespace

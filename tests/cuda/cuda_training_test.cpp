@@ -1,6 +1,6 @@
 // What `train --device=cuda` decides without a GPU: the datasheet peaks its MFU is taken against
 // (gpu/gpu_peak.h), and the refusals of check_cuda_training_config (gpu/cuda_training.h), each
-// naming the key or the GPU, and the fix. (The one trainer on a GPU: tests/backends.)
+// naming the GPU or the head size, and the fix. (The one trainer on a GPU: tests/backends.)
 #include "gpu/cuda_training.h"
 
 #include <gtest/gtest.h>
@@ -30,31 +30,44 @@ std::string refusal(const TrainConfig& t, const std::string& gpu, int cc) {
   return "no error";
 }
 
-// float16 runs on the GPUs the kernels take (sm_80 on); an older GPU is refused by its name,
-// with the CPU (float16 and the loss scaler) as the fix.
-TEST(CudaTraining, Float16RunsWhereTheKernelsDoAndOlderGpusAreNamed) {
+// float16 runs on every GPU the kernels take (sm_75 on); bfloat16 from sm_80 on. An older GPU is
+// refused by its name, with the CPU (float16 and the loss scaler) as the fix, and bfloat16 on a
+// Turing GPU with float16 as the fix.
+TEST(CudaTraining, Float16RunsFromTuringOnAndBfloat16FromAmpereOn) {
   TrainConfig t;
   t.dtype = "float16";
   EXPECT_EQ(refusal(t, "NVIDIA H200", 90), "no error");
+  EXPECT_EQ(refusal(t, "Tesla T4", 75), "no error");
   EXPECT_EQ(refusal(t, "", 0), "no error");  // checked again once a GPU is found
-  const std::string t4 = refusal(t, "Tesla T4", 75);
-  EXPECT_NE(t4.find("Tesla T4 (sm_75)"), std::string::npos) << t4;
-  EXPECT_NE(t4.find("--device=cpu (float16 runs there too, with the loss scaler)"),
+  const std::string v100 = refusal(t, "Tesla V100-SXM2-16GB", 70);
+  EXPECT_NE(v100.find("Tesla V100-SXM2-16GB (sm_70)"), std::string::npos) << v100;
+  EXPECT_NE(v100.find("--device=cpu (float16 runs there too, with the loss scaler)"),
             std::string::npos)
-      << t4;
+      << v100;
+  t.dtype = "bfloat16";
+  const std::string t4 = refusal(t, "Tesla T4", 75);
+  EXPECT_NE(t4.find("Tesla T4 (sm_75) has no bfloat16 tensor cores"), std::string::npos) << t4;
+  EXPECT_NE(t4.find("--dtype=float16"), std::string::npos) << t4;
+  EXPECT_EQ(refusal(t, "NVIDIA A100-SXM4-80GB", 80), "no error");
+  t.dtype = "float32";
+  EXPECT_EQ(refusal(t, "Tesla T4", 75), "no error");
+  // 'auto': bfloat16 where the GPU has it (or none is known yet), else float16.
+  EXPECT_EQ(cuda_auto_dtype(90), "bfloat16");
+  EXPECT_EQ(cuda_auto_dtype(80), "bfloat16");
+  EXPECT_EQ(cuda_auto_dtype(0), "bfloat16");
+  EXPECT_EQ(cuda_auto_dtype(75), "float16");
+  t.dtype = "auto";
+  EXPECT_EQ(refusal(t, "Tesla T4", 75), "no error");
 }
 
-TEST(CudaTraining, RefusesZeroOneAndGpusOlderThanTheKernels) {
+TEST(CudaTraining, RefusesGpusOlderThanTheKernelsAndHeadsOver256) {
   TrainConfig t;
   t.dtype = "bfloat16";
   EXPECT_EQ(refusal(t, "NVIDIA H200", 90), "no error");
   EXPECT_EQ(refusal(t, "", 0), "no error");
-  const std::string v100 = refusal(t, "Tesla V100-SXM2-16GB", 70);
-  EXPECT_NE(v100.find("Tesla V100-SXM2-16GB (sm_70)"), std::string::npos) << v100;
-  EXPECT_NE(v100.find("--device=cpu"), std::string::npos) << v100;
-  t.zero_stage = 1;
-  EXPECT_NE(refusal(t, "NVIDIA H200", 90).find("--zero_stage=0"), std::string::npos);
-  t.zero_stage = 0;
+  const std::string old_gpu = refusal(t, "Tesla P100-PCIE-16GB", 60);
+  EXPECT_NE(old_gpu.find("Tesla P100-PCIE-16GB (sm_60)"), std::string::npos) << old_gpu;
+  EXPECT_NE(old_gpu.find("--device=cpu"), std::string::npos) << old_gpu;
   // bfloat16 attention on the GPU: heads of at most 256 (float32: the T x T way, any head).
   t.model.n_embd = 128;
   t.model.n_head = 4;
@@ -70,7 +83,7 @@ TEST(CudaTraining, RefusesZeroOneAndGpusOlderThanTheKernels) {
   t.model.n_embd = 768;
   t.model.n_head = 12;
   // Every other key runs on the GPU through the one trainer: none is refused.
-  t.zero_stage = 0;
+  t.zero_stage = 1;
   t.optim.optimizer = "muon";
   t.target_loss = 1.5;
   t.optim.head_learning_rate = 1e-3;

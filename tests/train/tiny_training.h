@@ -51,6 +51,7 @@ struct TinyRunCase {
   std::string dtype;
   bool modern = false;
   double ema = 0;
+  int zero_stage = 0;  // 1: ZeRO-1 (on one rank: the shard is the whole arena)
 };
 
 inline TrainConfig config_of(const TinyRunCase& c, const std::filesystem::path& data,
@@ -90,6 +91,7 @@ inline TrainConfig config_of(const TinyRunCase& c, const std::filesystem::path& 
   t.optim.grad_clip = 0.5;
   t.dtype = c.dtype;
   t.ema_decay = c.ema;
+  t.zero_stage = c.zero_stage;
   t.seed = 7;
   t.kernel_choice = "native";  // forced: both runs take the same ways (auto times them)
   return t;

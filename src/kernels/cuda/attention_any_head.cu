@@ -50,6 +50,14 @@ __device__ __forceinline__ Row row_of(const Shape& s, int64_t r) {
   return w;
 }
 
+// This thread's lane and the row its warp owns (one warp a row, kRowsPerBlock rows a block);
+// false past the last row.
+__device__ __forceinline__ bool warp_row(const Shape& s, int& lane, int64_t& r) {
+  lane = static_cast<int>(threadIdx.x % kWarpSize);
+  r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarpSize;
+  return r < s.rows();
+}
+
 // Offset of head h of position t of sequence b in qkv's part `part` (0 q, 1 k, 2 v).
 __device__ __forceinline__ int64_t qkv_at(const Shape& s, int b, int t, int h, int part) {
   return (int64_t{b} * s.T + t) * 3 * s.C() + part * s.C() + int64_t{h} * s.HS;
@@ -94,9 +102,9 @@ __device__ __forceinline__ float mask(const Shape& s, float p, uint64_t seed, in
 template <typename T>
 __global__ void forward_kernel(T* out, float* lse, const T* qkv, Shape s, float p, uint64_t seed,
                                int group) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarpSize;
-  if (r >= s.rows()) return;
+  int lane;
+  int64_t r;
+  if (!warp_row(s, lane, r)) return;
   const Row w = row_of(s, r);
   float q[kPerLane], acc[kPerLane];
   load(q, qkv + qkv_at(s, w.b, w.t, w.h, 0), s.HS, lane);
@@ -125,9 +133,9 @@ __global__ void forward_kernel(T* out, float* lse, const T* qkv, Shape s, float 
 // delta[r] = dout_r . out_r (= sum_s P_s dP_s, the softmax backward's row term).
 template <typename T>
 __global__ void delta_kernel(float* delta, const T* dout, const T* out, Shape s) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarpSize;
-  if (r >= s.rows()) return;
+  int lane;
+  int64_t r;
+  if (!warp_row(s, lane, r)) return;
   const Row w = row_of(s, r);
   float d[kPerLane];
   load(d, dout + out_at(s, w.b, w.t, w.h), s.HS, lane);
@@ -139,9 +147,9 @@ __global__ void delta_kernel(float* delta, const T* dout, const T* out, Shape s)
 template <typename T>
 __global__ void dq_kernel(T* dqkv, const T* dout, const float* lse, const float* delta,
                           const T* qkv, Shape s, float p, uint64_t seed, int group) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarpSize;
-  if (r >= s.rows()) return;
+  int lane;
+  int64_t r;
+  if (!warp_row(s, lane, r)) return;
   const Row w = row_of(s, r);
   float q[kPerLane], d[kPerLane], dq[kPerLane];
   load(q, qkv + qkv_at(s, w.b, w.t, w.h, 0), s.HS, lane);
@@ -167,9 +175,9 @@ __global__ void dq_kernel(T* dqkv, const T* dout, const float* lse, const float*
 template <typename T>
 __global__ void dkv_kernel(T* dqkv, const T* dout, const float* lse, const float* delta,
                            const T* qkv, Shape s, float p, uint64_t seed, int group) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t kr = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarpSize;
-  if (kr >= s.rows()) return;
+  int lane;
+  int64_t kr;
+  if (!warp_row(s, lane, kr)) return;
   const Row w = row_of(s, kr);  // w.t is the key's position
   float k[kPerLane], v[kPerLane], dk[kPerLane], dv[kPerLane];
   load(k, qkv + qkv_at(s, w.b, w.t, w.h, 1), s.HS, lane);

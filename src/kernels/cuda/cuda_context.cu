@@ -66,11 +66,13 @@ CudaContext::CudaContext(bool allow_tf32, int device) : allow_tf32_(allow_tf32),
         "--device=cuda: GPU {} asked for, but this process sees {} (CUDA_VISIBLE_DEVICES)", device,
         visible_device_count());
   NANOGPT_CUDA_CHECK(cudaSetDevice(device));
+  // TF32 is Ampere's (sm_80): a Turing GPU (sm_75) multiplies float32 in float32.
+  allow_tf32_ = allow_tf32 && device_compute_capability(device) >= 80;
   cublasHandle_t h = nullptr;
   NANOGPT_CUBLAS_CHECK(cublasCreate(&h));
   cublas_ = h;
   NANOGPT_CUBLAS_CHECK(
-      cublasSetMathMode(h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      cublasSetMathMode(h, allow_tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   cublasLtHandle_t lt = nullptr;
   NANOGPT_CUBLAS_CHECK(cublasLtCreate(&lt));
   cublaslt_ = lt;

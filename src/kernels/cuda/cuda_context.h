@@ -32,7 +32,7 @@ class CudaContext {
   // Selects device `device` (an index among the visible GPUs: a data-parallel rank's, launch_env.h
   // assign_gpu) and creates the handles; throws nanogpt::Error with the CUDA error text when no
   // device is usable. allow_tf32: float32 matmuls run on the tensor cores in TF32 (nanoGPT's
-  // torch.backends.cuda.matmul.allow_tf32, which its train.py sets).
+  // torch.backends.cuda.matmul.allow_tf32, which its train.py sets; sm_80 and later only).
   explicit CudaContext(bool allow_tf32 = true, int device = 0);
   ~CudaContext();
   CudaContext(const CudaContext&) = delete;
