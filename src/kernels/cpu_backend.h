@@ -102,7 +102,7 @@ class CpuBackend : public Backend {
   void muon_momentum(float* buf, float* d, const float* g, int64_t n, float mu, bool nesterov) override;
   void muon_update(float* p, const float* o, int64_t n, float keep, float step) override;
   double frobenius_sum_sq(const float* m, int64_t n) override;
-  void scale_into(float* x, const float* m, int64_t n, float s) override;
+  void normalize_frobenius(float* x, const float* m, int64_t n, double eps) override;
   void scale_add(float* x, const float* y, int64_t n, float a) override;
   void combine(float* out, const float* u, const float* v, int64_t n, float a, float b) override;
 

@@ -104,9 +104,11 @@ class OptimizerOps {
   // p (n) = p keep - step o.
   virtual void muon_update(float* p, const float* o, int64_t n, float keep, float step) = 0;
   // Newton-Schulz's passes: sum of m^2 in double (one matrix, the caller's order: the same floats
-  // however the step is spread), x = m * s, x = a x + y, out = a u + b v.
+  // however the step is spread); x = m * float(1 / (sqrt(that sum) + eps)), the start of the
+  // iteration, with no value brought back to the host (a device keeps the norm in its memory);
+  // x = a x + y; out = a u + b v.
   virtual double frobenius_sum_sq(const float* m, int64_t n) = 0;
-  virtual void scale_into(float* x, const float* m, int64_t n, float s) = 0;
+  virtual void normalize_frobenius(float* x, const float* m, int64_t n, double eps) = 0;
   virtual void scale_add(float* x, const float* y, int64_t n, float a) = 0;
   virtual void combine(float* out, const float* u, const float* v, int64_t n, float a,
                        float b) = 0;

@@ -98,13 +98,11 @@ void NewtonSchulz::orthogonalize(float* out, const float* m, int64_t rows, int64
   // On the CPU, called inside Muon's per-matrix region (small matrices, one per thread) or outside
   // it (large ones): the backend's element passes open regions only outside, and its norm is
   // summed on the calling thread, so a matrix gets the same floats whichever way it runs.
-  const float inv =
-      static_cast<float>(1.0 / (std::sqrt(backend_.frobenius_sum_sq(m, n)) + kNormEps));
   // x: M / norm as M lies, (rows, cols). The iteration is on X (r, c) = M / norm, or its
   // transpose when rows > cols; a tall M is kept as it is (X^T, (c, r)) and its products take
   // the transposed forms below, so that no transpose is copied.
   float* x = x_.data();
-  backend_.scale_into(x, m, n, inv);
+  backend_.normalize_frobenius(x, m, n, kNormEps);
   const auto k = kMuonQuintic;
   const float ka = static_cast<float>(k.a), kb = static_cast<float>(k.b),
               kc = static_cast<float>(k.c);

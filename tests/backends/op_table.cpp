@@ -518,9 +518,9 @@ void add_optimizer_rows(std::vector<OpRow>& rows) {
                             [=](auto& ops, const RowTensors& r) {
                               return ops.frobenius_sum_sq(r.f("m"), m);
                             }));
-    rows.push_back(make_row("scale_into", DType::kF32, s, {out("x", m), in("m", m)}, f32_tol(),
-                            [=](auto& ops, const RowTensors& r) {
-                              ops.scale_into(r.f("x"), r.f("m"), m, 0.37f);
+    rows.push_back(make_row("normalize_frobenius", DType::kF32, s, {out("x", m), in("m", m)},
+                            f32_tol(), [=](auto& ops, const RowTensors& r) {
+                              ops.normalize_frobenius(r.f("x"), r.f("m"), m, 1e-7);
                               return 0.0;
                             }));
     rows.push_back(make_row("scale_add", DType::kF32, s, {out("x", m), in("y", m)}, f32_tol(),

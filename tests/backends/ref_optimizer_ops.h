@@ -91,7 +91,8 @@ class RefOptimizerOps {
     for (int64_t i = 0; i < n; ++i) s += double(m[i]) * m[i];
     return s;
   }
-  void scale_into(float* x, const float* m, int64_t n, float s) {
+  void normalize_frobenius(float* x, const float* m, int64_t n, double eps) {
+    const float s = static_cast<float>(1.0 / (std::sqrt(frobenius_sum_sq(m, n)) + eps));
     for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(double(m[i]) * s);
   }
   void scale_add(float* x, const float* y, int64_t n, float a) {

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/parallel_for.h"
 #include "kernels/cpu/adamw_update.h"
@@ -139,7 +140,8 @@ double CpuBackend::frobenius_sum_sq(const float* m, int64_t n) {
   return sum_sq;
 }
 
-void CpuBackend::scale_into(float* x, const float* m, int64_t n, float s) {
+void CpuBackend::normalize_frobenius(float* x, const float* m, int64_t n, double eps) {
+  const float s = static_cast<float>(1.0 / (std::sqrt(frobenius_sum_sq(m, n)) + eps));
   parallel_ranges(n, n >= kParallelMin, [&](int64_t i0, int64_t i1) {
     muon_loops::scale_into(x + i0, m + i0, i1 - i0, s);
   });

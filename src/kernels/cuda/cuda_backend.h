@@ -155,7 +155,7 @@ class CudaBackend final : public Backend {
                      bool nesterov) override;
   void muon_update(float* p, const float* o, int64_t n, float keep, float step) override;
   double frobenius_sum_sq(const float* m, int64_t n) override;
-  void scale_into(float* x, const float* m, int64_t n, float s) override;
+  void normalize_frobenius(float* x, const float* m, int64_t n, double eps) override;
   void scale_add(float* x, const float* y, int64_t n, float a) override;
   void combine(float* out, const float* u, const float* v, int64_t n, float a, float b) override;
 
@@ -170,6 +170,10 @@ class CudaBackend final : public Backend {
   cuda::DeviceBuffer<std::byte> temp_;
   cuda::DeviceBuffer<uint16_t> bias16_;
   cuda::DeviceBuffer<double> partials_;  // skip_backward's and the norms' per-span sums
+  cuda::DeviceBuffer<float> norm_scale_;  // (1) normalize_frobenius's 1 / (norm + eps)
+  // The sums of squares (x * unscale)^2 of the tensors' spans of kSumSpan elements into
+  // partials_, in order; returns how many.
+  int64_t launch_span_sums_of_squares(const float* x, ItemList<TensorSpan> tensors, float unscale);
   cuda::GpuOpTimer timer_;               // --profile: every op's GPU time, by CUDA events
 };
 

@@ -5,7 +5,9 @@
 // the CPU's Muon loops are built, none in Muon's (__fmul_rn / __fadd_rn). One launch a tensor: a
 // table of T tensors costs T launches a pass. Sums are deterministic: each span of kSumSpan
 // elements is summed by one block in a fixed tree, the spans' sums are brought to the host and
-// added there in order (the host waits there: the norm is a value it reads).
+// added there in order (the host waits there: the norm is a value it reads) -- except Newton-
+// Schulz's normalization, whose spans' sums one GPU thread adds in the same order, so that Muon's
+// step never waits for the host.
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
@@ -120,7 +122,16 @@ __global__ void update_kernel(float* p, const float* o, int64_t n, float keep, f
   NANOGPT_GRID_STRIDE(j, n) p[j] = __fsub_rn(__fmul_rn(p[j], keep), __fmul_rn(step, o[j]));
 }
 
-__global__ void scale_into_kernel(float* x, const float* m, int64_t n, float s) {
+// *scale = float(1 / (sqrt(the spans' sums added in order) + eps)): the host's order, on one
+// thread, so that the norm stays in the GPU's memory.
+__global__ void inverse_norm_kernel(float* scale, const double* sums, int64_t spans, double eps) {
+  double total = 0;
+  for (int64_t i = 0; i < spans; ++i) total += sums[i];
+  *scale = static_cast<float>(1.0 / (sqrt(total) + eps));
+}
+
+__global__ void scale_by_kernel(float* x, const float* m, int64_t n, const float* scale) {
+  const float s = *scale;
   NANOGPT_GRID_STRIDE(i, n) x[i] = __fmul_rn(m[i], s);
 }
 
@@ -169,23 +180,30 @@ void CudaBackend::sgd_step(float* params, const float* grads, float* momentum,
   }
 }
 
-double CudaBackend::sum_of_squares(const float* grads, ItemList<TensorSpan> tensors,
-                                   float unscale) {
+int64_t CudaBackend::launch_span_sums_of_squares(const float* x, ItemList<TensorSpan> tensors,
+                                                 float unscale) {
   int64_t spans = 0;
   for (const TensorSpan& t : tensors) spans += (t.numel + kSumSpan - 1) / kSumSpan;
-  if (spans == 0) return 0.0;
+  if (spans == 0) return 0;
   if (partials_.size() < static_cast<size_t>(spans)) {
-    partials_ = cuda::DeviceBuffer<double>(static_cast<size_t>(spans), "the gradient norm's sums");
+    partials_ = cuda::DeviceBuffer<double>(static_cast<size_t>(spans), "the norms' span sums");
   }
   int64_t at = 0;
   for (const TensorSpan& t : tensors) {
     const int64_t s = (t.numel + kSumSpan - 1) / kSumSpan;
     if (s == 0) continue;
-    sum_sq_kernel<<<static_cast<unsigned>(s), kThreads>>>(grads + t.offset, t.numel, unscale,
+    sum_sq_kernel<<<static_cast<unsigned>(s), kThreads>>>(x + t.offset, t.numel, unscale,
                                                           partials_.data() + at);
     NANOGPT_CUDA_CHECK_LAUNCH();
     at += s;
   }
+  return spans;
+}
+
+double CudaBackend::sum_of_squares(const float* grads, ItemList<TensorSpan> tensors,
+                                   float unscale) {
+  const int64_t spans = launch_span_sums_of_squares(grads, tensors, unscale);
+  if (spans == 0) return 0.0;
   std::vector<double> sums(static_cast<size_t>(spans));
   cuda::copy_to_host(sums.data(), partials_.data(), sums.size() * sizeof(double));
   double total = 0;
@@ -237,9 +255,14 @@ double CudaBackend::frobenius_sum_sq(const float* m, int64_t n) {
   return sum_of_squares(m, all, 1.0f);
 }
 
-void CudaBackend::scale_into(float* x, const float* m, int64_t n, float s) {
+void CudaBackend::normalize_frobenius(float* x, const float* m, int64_t n, double eps) {
   if (n <= 0) return;
-  scale_into_kernel<<<blocks_for(n), kThreads>>>(x, m, n, s);
+  const TensorSpan all[] = {{0, n}};
+  const int64_t spans = launch_span_sums_of_squares(m, all, 1.0f);
+  if (norm_scale_.size() == 0) norm_scale_ = cuda::DeviceBuffer<float>(1, "Newton-Schulz's 1 / norm");
+  inverse_norm_kernel<<<1, 1>>>(norm_scale_.data(), partials_.data(), spans, eps);
+  NANOGPT_CUDA_CHECK_LAUNCH();
+  scale_by_kernel<<<blocks_for(n), kThreads>>>(x, m, n, norm_scale_.data());
   NANOGPT_CUDA_CHECK_LAUNCH();
 }
 
