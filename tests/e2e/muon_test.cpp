@@ -10,12 +10,15 @@
 namespace nanogpt::e2e {
 namespace {
 
-// Tiny shapes with gradient accumulation (2 micro-steps) and clipping (nanoGPT's 1.0).
+// Tiny shapes with gradient accumulation (2 micro-steps) and clipping (nanoGPT's 1.0). The kernel
+// ways are fixed (kernel_choice=native): 'auto' times them, and a straight run and the first half
+// of a resumed one may then choose differently on a loaded machine (a fresh-root run of the suite
+// failed EmbeddingAndHeadRatesResumeBitExact so, once), which is not what these tests check.
 const char* kTinyMuon =
     "--dataset=sc --batch_size=4 --gradient_accumulation_steps=2 --block_size=32 --n_layer=2 "
     "--n_head=2 --n_embd=32 --optimizer=muon --learning_rate=3e-3 --muon_learning_rate=0.02 "
     "--muon_momentum_warmup_iters=6 --muon_weight_decay=0.01 --warmup_iters=2 --min_lr=3e-4 "
-    "--eval_iters=2 --log_interval=1 --always_save_checkpoint=True";
+    "--eval_iters=2 --log_interval=1 --always_save_checkpoint=True --kernel_choice=native";
 
 class MuonCli : public ShakespeareTest {};
 
