@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "kernels/cuda/cuda_context.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -19,7 +20,7 @@ inline constexpr int kMinCudaComputeCapability = 75;
 // bfloat16 needs sm_80 (A100, RTX 30xx and later): its tensor cores, cuBLASLt's bfloat16 products
 // and the flash kernels' mma and cp.async (compiled for sm_80 on only). Older GPUs run float16
 // (with the loss scaler) and float32.
-inline constexpr int kMinBfloat16ComputeCapability = 80;
+inline constexpr int kMinBfloat16ComputeCapability = cuda::kAmpereComputeCapability;
 // The largest head the GPU's 16-bit attention takes (kernels/cuda/attention_any_head.cu; heads of
 // 64 run on the tensor cores' flash kernels).
 inline constexpr int kMaxGpuHeadSize = 256;

@@ -67,7 +67,7 @@ CudaContext::CudaContext(bool allow_tf32, int device) : allow_tf32_(allow_tf32),
         visible_device_count());
   NANOGPT_CUDA_CHECK(cudaSetDevice(device));
   // TF32 is Ampere's (sm_80): a Turing GPU (sm_75) multiplies float32 in float32.
-  allow_tf32_ = allow_tf32 && device_compute_capability(device) >= 80;
+  allow_tf32_ = allow_tf32 && device_compute_capability(device) >= kAmpereComputeCapability;
   cublasHandle_t h = nullptr;
   NANOGPT_CUBLAS_CHECK(cublasCreate(&h));
   cublas_ = h;

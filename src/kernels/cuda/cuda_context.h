@@ -24,6 +24,11 @@ std::string device_name(int device = 0);
 // The device's compute capability as major * 10 + minor (90 for an H100 / H200); 0 without one.
 int device_compute_capability(int device = 0);
 
+// Ampere's compute capability (sm_80: A100, RTX 30xx and later), where bfloat16 tensor cores,
+// TF32 and cp.async start: the flash kernels' architectures (CMakeLists.txt), TF32 here, and
+// bfloat16 training (gpu/cuda_training.h) begin there.
+inline constexpr int kAmpereComputeCapability = 80;
+
 // "NVIDIA H200, 132 SMs, 139.8 GiB, compute capability 9.0, driver 13.0".
 std::string device_description(int device = 0);
 
